@@ -1,0 +1,243 @@
+"""The placement language: what a study asks for → concrete placements with stable ids.
+
+A placement spec is one of
+  cpus: "0-3,8"                      explicit OS CPU list
+  layout: "2/2/2/2", nodes: [0,1,2,3] per-node thread counts on given nodes
+  layout: "2/2", nodes: all-choices  ... on every choice of nodes (distinct: true keeps
+                                     one representative per class of choices that the
+                                     distance matrix makes equivalent)
+  compact: [1, 2, 4] / spread: [2, 4] generators for thread counts
+combined with every memory policy (local, interleave, membind, preferred) and binding
+(process mask, or one CPU per OpenMP thread) of its experiment.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from . import ConfigError
+from .topology import format_cpulist, parse_cpulist
+
+
+@dataclass(frozen=True)
+class Memory:
+    policy: str                 # local | interleave | membind | preferred
+    nodes: tuple = ()
+
+    @classmethod
+    def parse(cls, spec, topo, where, entry):
+        if spec == "local":
+            return cls("local")
+        (policy, value), = spec.items()
+        nodes = value if isinstance(value, list) else (
+            [value] if isinstance(value, int) else parse_cpulist(value, where, f"{entry}.{policy}"))
+        for n in nodes:
+            if n not in topo.nodes:
+                raise ConfigError(where, f"{entry}.{policy}",
+                                  f"node {n} is not in platform {topo.name} (nodes {format_cpulist(topo.node_ids)})")
+            if topo.memory_mb.get(n) == 0:
+                raise ConfigError(where, f"{entry}.{policy}", f"node {n} of platform {topo.name} has no memory")
+        return cls(policy, tuple(sorted(set(nodes))))
+
+    @property
+    def label(self):
+        return "local" if self.policy == "local" else f"{self.policy} {format_cpulist(self.nodes)}"
+
+    @property
+    def short(self):
+        return {"local": "loc", "interleave": "il", "membind": "mb", "preferred": "pr"}[self.policy] + \
+            format_cpulist(self.nodes, ".")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One concrete placement: where the threads go and where the memory may go."""
+    cpus: tuple
+    memory: Memory
+    binding: str                # process | threads
+    launcher: str
+    shape: str                  # how the user wrote it, e.g. "2/2/2/2 on 0-3", "cpus 0,1"
+    id: str = ""
+    nodes: tuple = field(default=())      # NUMA nodes holding the CPUs, ascending
+    layout: tuple = field(default=())     # threads per node in `nodes`
+
+    @property
+    def threads(self):
+        return len(self.cpus)
+
+    @property
+    def cpulist(self):
+        return format_cpulist(self.cpus)
+
+    @property
+    def label(self):
+        return label_of(self.to_dict())
+
+    @property
+    def layout_label(self):
+        return "/".join(map(str, self.layout)) + " on " + format_cpulist(self.nodes)
+
+    def to_dict(self):
+        """What defines the measurement (the label is derived, so not stored)."""
+        return {"id": self.id, "shape": self.shape,
+                "cpus": self.cpulist, "threads": self.threads,
+                "nodes": format_cpulist(self.nodes), "layout": self.layout_label,
+                "memory": self.memory.policy, "memory_nodes": format_cpulist(self.memory.nodes),
+                "binding": self.binding, "launcher": self.launcher}
+
+
+def label_of(d):
+    """Human label of a placement dict (plan row or record), as Placement.label."""
+    parts = [d["shape"]]
+    if d["memory"] != "local":
+        parts.append(f"{d['memory']} {d['memory_nodes']}")
+    if d["binding"] == "threads":
+        parts.append("pinned threads")
+    return " · ".join(parts)
+
+
+LAUNCHER_SHORT = {"taskset": "ts", "numactl": "nc", "aprun": "ap", "omp": "omp"}
+
+
+def default_id(cpus, memory, binding, launcher):
+    return "_".join(["c" + format_cpulist(cpus, "."), memory.short,
+                     "p" if binding == "process" else "t", LAUNCHER_SHORT[launcher]])
+
+
+def finish(cpus, memory, binding, launcher, shape, topo, pid=None):
+    cpus = tuple(sorted(cpus))
+    nodes = tuple(sorted({topo.node_of(c) for c in cpus}))
+    layout = tuple(sum(1 for c in cpus if topo.node_of(c) == n) for n in nodes)
+    return Placement(cpus, memory, binding, launcher, shape,
+                     pid or default_id(cpus, memory, binding, launcher), nodes, layout)
+
+
+def _layout_cpus(counts, nodes, topo, where, entry):
+    cpus = []
+    for n, k in zip(nodes, counts):
+        if n not in topo.nodes:
+            raise ConfigError(where, entry, f"node {n} is not in platform {topo.name} "
+                              f"(nodes {format_cpulist(topo.node_ids)})")
+        if k > len(topo.nodes[n]):
+            raise ConfigError(where, entry, f"layout asks for {k} threads on node {n}, "
+                              f"which has {len(topo.nodes[n])} CPUs")
+        cpus += topo.nodes[n][:k]            # first k CPUs of the node, as in the thesis
+    return cpus
+
+
+def node_choices(counts, topo, distinct):
+    """Every assignment of the per-node counts to distinct nodes (node sets ascending,
+    counts in every distinct order); with distinct, one per automorphism orbit."""
+    usable = [n for n in topo.node_ids if topo.nodes[n]]
+    choices = []
+    for nodes in itertools.combinations(usable, len(counts)):
+        for order in sorted(set(itertools.permutations(counts))):
+            if all(k <= len(topo.nodes[n]) for n, k in zip(nodes, order)):
+                choices.append(tuple(zip(nodes, order)))
+    if not distinct:
+        return choices
+    autos = topo.automorphisms()
+    seen, keep = set(), []
+    for ch in choices:
+        key = frozenset(ch)
+        if key in seen:
+            continue
+        keep.append(ch)
+        for a in autos:
+            seen.add(frozenset((a[n], k) for n, k in ch))
+    return keep
+
+
+def compact(t, topo):
+    return [c for n in topo.node_ids for c in topo.nodes[n]][:t]
+
+
+def spread(t, topo):
+    """Round-robin over the nodes: threads as evenly spread as the node sizes allow."""
+    queues = [list(topo.nodes[n]) for n in topo.node_ids if topo.nodes[n]]
+    cpus = []
+    while len(cpus) < t and any(queues):
+        for q in queues:
+            if q and len(cpus) < t:
+                cpus.append(q.pop(0))
+    return cpus
+
+
+def expand_spec(spec, topo, where, entry):
+    """One placement spec → list of (cpus, shape, explicit id or None)."""
+    out = []
+    if "cpus" in spec:
+        cpus = parse_cpulist(spec["cpus"], where, entry + ".cpus")
+        bad = [c for c in cpus if topo.node_of(c) is None]
+        if bad:
+            raise ConfigError(where, entry + ".cpus", f"CPU {format_cpulist(bad)} is not in platform "
+                              f"{topo.name} (CPUs {format_cpulist(topo.cpus)})")
+        out.append((cpus, "cpus " + format_cpulist(cpus), spec.get("id")))
+    elif "layout" in spec:
+        counts = [int(x) for x in spec["layout"].split("/")]
+        if 0 in counts:
+            raise ConfigError(where, entry + ".layout", f"{spec['layout']!r}: every node needs at least one thread")
+        nodes = spec.get("nodes", "all-choices")
+        if nodes == "all-choices":
+            choices = node_choices(counts, topo, spec.get("distinct", False))
+            if not choices:
+                raise ConfigError(where, entry, f"layout {spec['layout']!r} fits on no choice of nodes of platform {topo.name}")
+            if spec.get("id") and len(choices) > 1:
+                raise ConfigError(where, entry + ".id", "an explicit id needs a single placement, "
+                                  f"but nodes: all-choices gives {len(choices)}")
+            for ch in choices:
+                ns, ks = [n for n, _ in ch], [k for _, k in ch]
+                cpus = _layout_cpus(ks, ns, topo, where, entry)
+                out.append((cpus, f"{'/'.join(map(str, ks))} on {','.join(map(str, ns))}", spec.get("id")))
+        else:
+            nodes = nodes if isinstance(nodes, list) else parse_cpulist(nodes, where, entry + ".nodes")
+            if len(nodes) != len(counts):
+                raise ConfigError(where, entry, f"layout {spec['layout']!r} has {len(counts)} entries "
+                                  f"but nodes has {len(nodes)}")
+            if len(set(nodes)) != len(nodes):
+                raise ConfigError(where, entry + ".nodes", "a node appears twice")
+            cpus = _layout_cpus(counts, nodes, topo, where, entry + ".layout")
+            out.append((cpus, f"{spec['layout']} on {format_cpulist(nodes)}", spec.get("id")))
+    else:
+        kind = "compact" if "compact" in spec else "spread"
+        gen = compact if kind == "compact" else spread
+        for t in spec[kind]:
+            if t > len(topo.cpus):
+                raise ConfigError(where, f"{entry}.{kind}", f"{t} threads but platform {topo.name} "
+                                  f"has {len(topo.cpus)} CPUs")
+            if spec.get("id") and len(spec[kind]) > 1:
+                raise ConfigError(where, entry + ".id", f"an explicit id needs a single placement, but {kind} lists {len(spec[kind])} thread counts")
+            out.append((gen(t, topo), f"{kind} {t}", spec.get("id")))
+    if "threads" in spec:
+        for cpus, shape, _ in out:
+            if len(cpus) != spec["threads"]:
+                raise ConfigError(where, entry, f"{shape} places {len(cpus)} threads, "
+                                  f"but threads: {spec['threads']}")
+    return out
+
+
+def expand_experiment(exp, defaults, topo, where, entry):
+    """All concrete placements of one experiment (specs × memory policies × bindings)."""
+    from .launch import LAUNCHERS
+    launcher_name = exp.get("launcher") or defaults.get("launcher") or topo.launcher
+    launcher = LAUNCHERS[launcher_name]
+    memories = exp.get("memory") or defaults.get("memory") or ["local"]
+    bindings = exp.get("binding") or ([defaults["binding"]] if defaults.get("binding") else [launcher.default_binding])
+    out = []
+    for i, spec in enumerate(exp["placements"]):
+        e = f"{entry}.placements[{i}]"
+        for cpus, shape, pid in expand_spec(spec, topo, where, e):
+            for j, mspec in enumerate(memories):
+                mem_entry = f"{entry}.memory[{j}]" if exp.get("memory") else "memory"
+                mem = Memory.parse(mspec, topo, where, mem_entry)
+                for binding in bindings:
+                    if pid and (len(memories) > 1 or len(bindings) > 1):
+                        raise ConfigError(where, e + ".id", "an explicit id needs a single placement, "
+                                          "but the experiment lists several memory policies or bindings")
+                    p = finish(cpus, mem, binding, launcher_name, shape, topo, pid)
+                    problem = launcher.cannot_express(p)
+                    if problem:
+                        raise ConfigError(where, e, f"launcher {launcher_name} cannot express "
+                                          f"{p.label}: {problem}")
+                    out.append(p)
+    return out

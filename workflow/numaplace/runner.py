@@ -1,0 +1,205 @@
+"""One measured run: idle check → placement probe → launch under capture → record.
+
+Every outcome is a record (ok, unverified, failed, timeout, placement-failed,
+not-idle); the record is written atomically at the end, so an interrupted run never
+leaves something that looks complete.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from . import npb_output
+from .capture import Sampler, numastat_delta, numastat_system
+from .launch import LAUNCHERS, SCRUBBED_ENV
+from .topology import from_sysfs, parse_cpulist
+
+RECORD_VERSION = 1
+
+
+def now():
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def cpu_busy(seconds=0.5):
+    """Busy fraction per CPU over a short window, from /proc/stat."""
+    def snap():
+        out = {}
+        for line in open("/proc/stat"):
+            if line.startswith("cpu") and line[3].isdigit():
+                f = line.split()
+                vals = list(map(int, f[1:9]))
+                idle = vals[3] + vals[4]
+                out[int(f[0][3:])] = (sum(vals) - idle, sum(vals))
+        return out
+    a = snap()
+    time.sleep(seconds)
+    b = snap()
+    return {c: round((b[c][0] - a[c][0]) / max(b[c][1] - a[c][1], 1), 3) for c in b if c in a}
+
+
+def idle_check(cpus, busy_max, wait, mode):
+    """(idle?, evidence). With mode refuse, waits up to `wait` seconds for idleness."""
+    deadline = time.monotonic() + (wait if mode == "refuse" else 0)
+    while True:
+        busy = cpu_busy()
+        load = os.getloadavg()
+        hot = {c: b for c, b in busy.items() if c in cpus and b > busy_max}
+        evidence = {"busy": {str(c): b for c, b in busy.items()}, "loadavg": load,
+                    "busy_max": busy_max, "busy_cpus": {str(c): b for c, b in hot.items()}}
+        if not hot or time.monotonic() >= deadline:
+            return not hot, evidence
+        time.sleep(2)
+
+
+def host_facts():
+    facts = {"host": socket.gethostname(), "kernel": platform.release(),
+             "machine": platform.machine()}
+    for k in ("SLURM_JOB_ID", "SLURMD_NODENAME", "SLURM_JOB_NODELIST", "PBS_JOBID", "PBS_NODEFILE"):
+        if k in os.environ:
+            facts[k.lower()] = os.environ[k]
+    return facts
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV)}
+    env.update(extra)
+    return env
+
+
+def _set_aside_incomplete(rundir):
+    """Files of an interrupted attempt (no record) are kept aside, not mixed in."""
+    leftovers = [p for p in rundir.iterdir() if p.name not in ("record.json", "attempts", "interrupted")]
+    if leftovers:
+        dest = rundir / "interrupted" / dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+        dest.mkdir(parents=True)
+        for p in leftovers:
+            shutil.move(str(p), dest / p.name)
+
+
+def execute(spec, binary, record_path):
+    """Run spec (the plan's run params) with `binary`; write the record; return it."""
+    record_path = Path(record_path)
+    rundir = record_path.parent
+    rundir.mkdir(parents=True, exist_ok=True)
+    _set_aside_incomplete(rundir)
+    workdir = rundir / "work"          # clean cwd: no mg.input, no timer.flag
+    workdir.mkdir()
+    binary = Path(binary).resolve()
+    p = spec["placement"]
+    cap, runcfg = spec.get("capture", {}), spec.get("run", {})
+    argv = [str(binary) if a == "BINARY" else a for a in spec["argv"]]
+    env_set = dict(spec["env"])
+    cpus = parse_cpulist(p["cpus"])
+    launcher = LAUNCHERS[p["launcher"]]
+
+    rec = {"record_version": RECORD_VERSION, "run_id": spec["run_id"], "study": spec["study"],
+           "bench": spec["bench"], "class": spec["class"], "variant": spec["variant"],
+           "rep": spec["rep"], "placement": p, "binary": str(binary), "argv": argv,
+           "env": env_set, "env_scrubbed": list(SCRUBBED_ENV), "cwd": str(workdir),
+           **host_facts(), "topology": from_sysfs().to_dict(), "capture_settings": cap,
+           "run_settings": runcfg, "status": None, "reason": None}
+
+    def finish(status, reason=None):
+        rec["status"], rec["reason"] = status, reason
+        rec["finished"] = now()
+        from .fidelity import verdict
+        rec["fidelity"] = verdict(rec)
+        tmp = record_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
+        os.replace(tmp, record_path)
+        return rec
+
+    mode = runcfg.get("idle_check", "flag")
+    if mode != "off":
+        idle, evidence = idle_check(cpus, runcfg.get("idle_busy_max", 0.15),
+                                    runcfg.get("idle_wait", 30), mode)
+        rec["idle"] = {"idle": idle, **evidence}
+        if not idle and mode == "refuse":
+            return finish("not-idle", f"CPUs busy before the run: {evidence['busy_cpus']}")
+    rec["loadavg_before"] = os.getloadavg()
+
+    probe = launcher.probe(_PlacementView(p))
+    if probe:
+        pr = subprocess.run(probe, capture_output=True, text=True, env=clean_env(env_set))
+        if pr.returncode != 0:
+            rec["probe"] = {"argv": probe, "exit_status": pr.returncode, "stderr": pr.stderr[-2000:]}
+            return finish("placement-failed", f"{probe[0]} refused the placement: "
+                          f"{(pr.stderr or pr.stdout).strip()[:300]}")
+
+    local_capture = p["launcher"] != "aprun"     # aprun'd processes run on a compute node
+    if cap.get("numastat", True):
+        rec_numastat_before = numastat_system()
+    rec["started"] = now()
+    t0 = time.monotonic()
+    with open(rundir / "stdout", "w") as out, open(rundir / "stderr", "w") as err:
+        proc = subprocess.Popen(argv, cwd=workdir, env=clean_env(env_set), stdout=out, stderr=err,
+                                start_new_session=True)
+        free = set(os.sched_getaffinity(0)) - set(cpus)
+        if free:                                 # keep the sampler off the benchmark's CPUs
+            os.sched_setaffinity(0, free)
+        sampler = None
+        if local_capture and (cap.get("numa_maps", True) or cap.get("threads", True)):
+            sampler = Sampler(proc.pid, rundir, cap.get("interval_min", 0.005), cap.get("interval_max", 5.0),
+                              cap.get("numa_maps", True), cap.get("threads", True), cap.get("numastat", True),
+                              exe=binary)
+            sampler.start()
+        timed_out = False
+        try:
+            rc = proc.wait(timeout=runcfg.get("timeout", 3600))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+        except BaseException:                    # interrupted: no record, kill the run
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        if sampler:
+            sampler.stop()
+            sampler.join()
+    rec["wall_s"] = round(time.monotonic() - t0, 4)
+    rec["ended"] = now()
+    rec["exit_status"] = rc
+    if cap.get("numastat", True):
+        after = numastat_system()
+        rec["numastat"] = {"system_before": rec_numastat_before, "system_after": after,
+                           "system_delta": numastat_delta(rec_numastat_before, after),
+                           "note": "system-wide counters: include every process on the machine"}
+    if sampler:
+        sampler.write()
+        rec["captures"] = sampler.summary()
+    else:
+        rec["captures"] = None
+        rec["captures_note"] = "aprun: the process runs on a compute node; capture not available"
+    stdout = (rundir / "stdout").read_text(errors="replace")
+    rec["npb"] = npb_output.parse(stdout)
+    if timed_out:
+        return finish("timeout", f"killed after {runcfg.get('timeout', 3600)} s")
+    if rec["npb"]["complete"] and not rec["npb"]["verified"]:
+        return finish("unverified", f"NPB verification UNSUCCESSFUL (exit status {rc})")
+    if rc != 0:
+        tail = (rundir / "stderr").read_text(errors="replace").strip()[-300:]
+        return finish("failed", f"exit status {rc}" + (f": {tail}" if tail else ""))
+    if not rec["npb"]["complete"]:
+        return finish("failed", "no NPB report in stdout")
+    return finish("ok")
+
+
+class _PlacementView:
+    """The launcher interface over a placement dict from the plan."""
+
+    def __init__(self, d):
+        from .placement import Memory
+        self.cpus = tuple(parse_cpulist(d["cpus"]))
+        self.cpulist = d["cpus"]
+        self.threads = d["threads"]
+        self.binding = d["binding"]
+        self.memory = Memory(d["memory"], tuple(parse_cpulist(d["memory_nodes"])) if d["memory_nodes"] else ())

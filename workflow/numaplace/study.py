@@ -1,0 +1,148 @@
+"""A study: the validated YAML, its platform topology and the table of measured runs.
+
+Everything a run needs is decided here, before any build or run starts; every problem
+is a ConfigError naming the file, the entry and what is wrong.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from . import ConfigError
+from .launch import command
+from .placement import expand_experiment
+from .schema import validate_study
+from .topology import from_sysfs, load_platform, platform_path
+
+VARIANTS = ("default", "serial-init", "mcmodel-medium")
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    experiments: tuple
+    bench: str
+    cls: str
+    variant: str
+    rep: int
+    placement: object
+
+    @property
+    def binary_name(self):
+        return f"{self.bench}.{self.cls}.x"
+
+    def row(self):
+        p = self.placement
+        argv, env = command(p, "./" + self.binary_name)
+        shown = [f"{k}={v}" for k, v in env.items()] + argv
+        return {"run_id": self.run_id, "experiment": ",".join(self.experiments),
+                "bench": self.bench, "class": self.cls, "variant": self.variant,
+                "rep": self.rep, "placement_id": p.id, "placement": p.label,
+                "threads": p.threads, "cpus": p.cpulist, "layout": p.layout_label,
+                "memory": p.memory.label, "binding": p.binding, "launcher": p.launcher,
+                "command": shlex.join(shown)}
+
+
+class Study:
+    def __init__(self, config, where, config_dir="config"):
+        self.where = str(where)
+        self.config = validate_study(config, self.where)
+        self.name = self.config["study"]
+        self.config_dir = Path(config_dir)
+        self.topology = self._topology()
+        self.runs = self._expand()
+
+    def _topology(self):
+        name = self.config.get("platform", "auto")
+        if name == "auto":
+            return from_sysfs()
+        path = platform_path(name, self.config_dir)
+        if not path.exists():
+            known = sorted(p.stem for p in (self.config_dir / "platforms").glob("*.yaml"))
+            raise ConfigError(self.where, "platform", f"unknown platform {name!r}: no {path} "
+                              f"(known: auto, {', '.join(known)})")
+        return load_platform(path)
+
+    def _expand(self):
+        c = self.config
+        runs, by_placement_id = {}, {}
+        for i, exp in enumerate(c["experiments"]):
+            entry = f"experiments[{i}] ({exp['name']})"
+            placements = expand_experiment(exp, c, self.topology, self.where, entry)
+            for p in placements:
+                other = by_placement_id.setdefault(p.id, p)
+                if (other.cpus, other.memory, other.binding, other.launcher) != \
+                        (p.cpus, p.memory, p.binding, p.launcher):
+                    raise ConfigError(self.where, entry, f"duplicate placement id {p.id!r} "
+                                      f"for two different placements ({other.label} / {p.label})")
+            reps = exp.get("repetitions", c.get("repetitions", 3))
+            for bench in exp.get("benchmarks", c.get("benchmarks", ["cg", "mg"])):
+                for cls in exp.get("classes", c.get("classes", ["S"])):
+                    for variant in exp.get("variants", c.get("variants", ["default"])):
+                        for p in placements:
+                            for rep in range(1, reps + 1):
+                                rid = f"{bench}.{cls}.{variant}.{p.id}.r{rep}"
+                                old = runs.get(rid)
+                                exps = (old.experiments if old else ()) + \
+                                    ((exp["name"],) if not old or exp["name"] not in old.experiments else ())
+                                runs[rid] = Run(rid, exps, bench, cls, variant, rep, by_placement_id[p.id])
+        return list(runs.values())
+
+    # -- builds --------------------------------------------------------------------
+    @property
+    def npb(self):
+        return self.config.get("npb", {})
+
+    def build_key(self):
+        """Short hash of everything that changes the binaries (source and flags)."""
+        n = self.npb
+        key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+
+    def binaries(self):
+        return sorted({(r.bench, r.cls, r.variant) for r in self.runs})
+
+    def run(self, run_id):
+        for r in self.runs:
+            if r.run_id == run_id:
+                return r
+        raise KeyError(run_id)
+
+    def run_params(self, run_id):
+        """Everything that defines one measured run (its rule's params): changes here, and
+        only here, make Snakemake re-run it."""
+        r = self.run(run_id)
+        argv, env = command(r.placement, "BINARY")
+        return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
+                "variant": r.variant, "rep": r.rep, "placement": r.placement.to_dict(),
+                "argv": argv, "env": env, "capture": self.config.get("capture", {}),
+                "run": self.config.get("run", {})}
+
+    def plan_digest(self):
+        return hashlib.sha256(json.dumps([r.row() for r in self.runs]).encode()).hexdigest()[:16]
+
+    def write_plan(self, path):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [r.row() for r in self.runs]
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+
+
+def load_study_file(path, config_dir="config"):
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(str(path), "study", "no such file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), "YAML", f"malformed YAML: {e}") from None
+    return Study(data, path, config_dir)

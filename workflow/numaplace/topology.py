@@ -1,0 +1,196 @@
+"""NUMA topology: nodes → OS CPU ids, memory per node, distance matrix.
+
+Read from sysfs for ``platform: auto`` or from ``config/platforms/<name>.yaml``. CPU
+numbering is never assumed contiguous per node.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import ConfigError
+
+SYSFS_NODES = Path("/sys/devices/system/node")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def parse_cpulist(text, where="cpu list", entry="cpus"):
+    """'0-3,8' → [0, 1, 2, 3, 8] (sorted, unique); raises ConfigError on bad syntax."""
+    if isinstance(text, int):
+        return [text]
+    if isinstance(text, list):
+        text = ",".join(str(x) for x in text)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(where, entry, f"expected a CPU list like '0-3,8', got {text!r}")
+    cpus = set()
+    for part in text.replace(" ", "").split(","):
+        m = _RANGE.match(part)
+        if not m:
+            raise ConfigError(where, entry, f"bad CPU list element {part!r} in {text!r} "
+                              "(use numbers and ranges like '0-3,8')")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ConfigError(where, entry, f"descending range {part!r} in {text!r}")
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def format_cpulist(cpus, sep=","):
+    """[0, 1, 2, 3, 8] → '0-3,8' (the form taskset, numactl and aprun accept)."""
+    out = []
+    for _, grp in itertools.groupby(enumerate(sorted(set(cpus))), lambda p: p[1] - p[0]):
+        vals = [v for _, v in grp]
+        out.append(str(vals[0]) if len(vals) == 1 else f"{vals[0]}-{vals[-1]}")
+    return sep.join(out)
+
+
+@dataclass
+class Topology:
+    name: str
+    nodes: dict                      # node id → sorted list of OS CPU ids
+    memory_mb: dict = field(default_factory=dict)   # node id → MiB (0: memory-less)
+    distances: list | None = None    # SLIT-like matrix indexed by position in node_ids
+    launcher: str = "numactl"        # default launcher on this platform
+    description: str = ""
+    cluster: dict = field(default_factory=dict)     # scheduler settings (profiles)
+
+    @property
+    def node_ids(self):
+        return sorted(self.nodes)
+
+    @property
+    def cpus(self):
+        return sorted(c for cs in self.nodes.values() for c in cs)
+
+    def node_of(self, cpu):
+        for n, cs in self.nodes.items():
+            if cpu in cs:
+                return n
+        return None
+
+    def distance(self, a, b):
+        if not self.distances:
+            return 10 if a == b else 20
+        ids = self.node_ids
+        return self.distances[ids.index(a)][ids.index(b)]
+
+    def to_dict(self):
+        return {"name": self.name, "description": self.description,
+                "launcher": self.launcher,
+                "nodes": {str(n): format_cpulist(c) for n, c in sorted(self.nodes.items())},
+                "memory_mb": {str(n): m for n, m in sorted(self.memory_mb.items())},
+                "distances": self.distances}
+
+    def automorphisms(self):
+        """Node permutations that keep the distance matrix (and CPU counts) unchanged.
+
+        Used to keep one representative per class of equivalent node choices. A
+        backtracking search: fine for the tens of nodes NUMA machines have.
+        """
+        ids = self.node_ids
+        n = len(ids)
+        D = [[self.distance(a, b) for b in ids] for a in ids]
+        size = [len(self.nodes[a]) for a in ids]
+        found = []
+
+        def extend(perm, used):
+            i = len(perm)
+            if i == n:
+                found.append({ids[k]: ids[perm[k]] for k in range(n)})
+                return
+            for j in range(n):
+                if j in used or size[j] != size[i] or D[j][j] != D[i][i]:
+                    continue
+                if all(D[perm[k]][j] == D[k][i] and D[j][perm[k]] == D[i][k] for k in range(i)):
+                    extend(perm + [j], used | {j})
+
+        extend([], frozenset())
+        return found
+
+
+def _node_sysfs(path):
+    return int(path.name[4:])
+
+
+def from_sysfs(root=SYSFS_NODES, name="auto"):
+    """The running machine's topology; a machine without NUMA sysfs is one node."""
+    import os
+    root = Path(root)
+    nodes, mem = {}, {}
+    for d in sorted(root.glob("node[0-9]*"), key=_node_sysfs):
+        n = _node_sysfs(d)
+        cpulist = (d / "cpulist").read_text().strip()
+        nodes[n] = parse_cpulist(cpulist) if cpulist else []
+        meminfo = (d / "meminfo").read_text() if (d / "meminfo").exists() else ""
+        m = re.search(r"MemTotal:\s+(\d+) kB", meminfo)
+        mem[n] = int(m.group(1)) // 1024 if m else 0
+    if not nodes:
+        nodes = {0: sorted(os.sched_getaffinity(0))}
+        mem = {0: os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20}
+        return Topology(name, nodes, mem, None, description="no NUMA sysfs: one node")
+    distances = []
+    for n in sorted(nodes):
+        f = root / f"node{n}" / "distance"
+        distances.append([int(x) for x in f.read_text().split()] if f.exists() else [])
+    if any(len(r) != len(nodes) for r in distances):
+        distances = None
+    return Topology(name, nodes, mem, distances, description="read from sysfs")
+
+
+def platform_path(name, config_dir):
+    return Path(config_dir) / "platforms" / f"{name}.yaml"
+
+
+def load_platform(path):
+    """Read and check one platform YAML file; errors name the file and the entry."""
+    path = Path(path)
+    where = str(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(where, "platform", "no such platform file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(where, "YAML", f"malformed YAML: {e}") from None
+    from .schema import validate_platform
+    validate_platform(data, where)
+    nodes, mem = {}, {}
+    seen = {}
+    for i, node in enumerate(data["nodes"]):
+        nid = node["id"]
+        entry = f"nodes[{i}] (node {nid})"
+        if nid in nodes:
+            raise ConfigError(where, entry, f"node id {nid} appears twice")
+        cpus = parse_cpulist(node["cpus"], where, entry + ".cpus") if node.get("cpus") not in (None, "") else []
+        for c in cpus:
+            if c in seen:
+                raise ConfigError(where, entry + ".cpus", f"CPU {c} is already in node {seen[c]}")
+            seen[c] = nid
+        nodes[nid] = cpus
+        mem[nid] = node.get("memory_mb", 0)
+    dist = data.get("distances")
+    if dist is None and data.get("hops") is not None:
+        dist = [[10 + 10 * h for h in _matrix_row(r)] for r in data["hops"]]
+    elif dist is not None:
+        dist = [_matrix_row(r) for r in dist]
+    if dist is not None:
+        key = "distances" if data.get("distances") is not None else "hops"
+        if len(dist) != len(nodes) or any(len(r) != len(nodes) for r in dist):
+            raise ConfigError(where, key, f"must be a {len(nodes)}x{len(nodes)} matrix "
+                              "(one row per node, in node id order)")
+        for i, r in enumerate(dist):
+            for j, v in enumerate(r):
+                if v != dist[j][i]:
+                    raise ConfigError(where, key, f"not symmetric at row {i}, column {j}")
+    return Topology(data["name"], nodes, mem, dist, data.get("launcher", "numactl"),
+                    data.get("description", ""), data.get("cluster", {}) or {})
+
+
+def _matrix_row(row):
+    # rows may be written compactly as "01122223" (single-digit hops) or as lists
+    if isinstance(row, str):
+        row = row.split() if " " in row.strip() else list(row.strip())
+    return [int(x) for x in row]

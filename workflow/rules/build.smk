@@ -1,0 +1,26 @@
+# NPB binaries: one tree per variant under results/build/<hash of source and flags>/.
+
+
+rule plan_table:
+    output:
+        PLAN,
+    params:
+        digest=lambda wc: STUDY.plan_digest(),
+    run:
+        STUDY.write_plan(output[0])
+
+
+rule npb_build:
+    output:
+        f"{BUILD_DIR}/{{variant}}/bin/{{bench}}.{{cls}}.x",
+    log:
+        f"{BUILD_DIR}/{{variant}}/logs/{{bench}}.{{cls}}.log",
+    params:
+        settings=lambda wc: json.dumps(STUDY.npb),
+        tree=lambda wc: f"{BUILD_DIR}/{wc.variant}/tree",
+    resources:
+        machine=1,
+    shell:
+        "{NUMAPLACE} build --settings {params.settings:q} --variant {wildcards.variant}"
+        " --bench {wildcards.bench} --cls {wildcards.cls} --tree {params.tree:q}"
+        " --binary {output:q} --log {log:q}"
