@@ -10,8 +10,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from . import ConfigError
 
 SYSFS_NODES = Path("/sys/devices/system/node")
@@ -147,6 +145,7 @@ def platform_path(name, config_dir):
 
 def load_platform(path):
     """Read and check one platform YAML file; errors name the file and the entry."""
+    import yaml                      # lazily: run records are also made where only the stdlib is
     path = Path(path)
     where = str(path)
     try:
