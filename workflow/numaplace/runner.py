@@ -85,8 +85,19 @@ def _set_aside_incomplete(rundir):
             shutil.move(str(p), dest / p.name)
 
 
+class Interrupted(Exception):
+    pass
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(f"signal {signum}")
+
+
 def execute(spec, binary, record_path):
     """Run spec (the plan's run params) with `binary`; write the record; return it."""
+    # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     record_path = Path(record_path)
     rundir = record_path.parent
     rundir.mkdir(parents=True, exist_ok=True)

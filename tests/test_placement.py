@@ -1,0 +1,138 @@
+"""The placement language on the reference study's three platforms."""
+import pytest
+
+from numaplace import ConfigError
+from numaplace.launch import command
+from numaplace.placement import Memory, expand_experiment, finish, node_choices
+from numaplace.study import Study
+from numaplace.topology import format_cpulist, load_platform, parse_cpulist
+
+
+@pytest.fixture(scope="module")
+def platforms(repo):
+    return {n: load_platform(repo / "config" / "platforms" / f"{n}.yaml")
+            for n in ("x4600", "magny-cours", "nehalem")}
+
+
+def expand(topo, exp, defaults=None):
+    return expand_experiment({"name": "t", **exp}, defaults or {}, topo, "study.yaml", "experiments[0]")
+
+
+def cmd(p, binary="./cg.B.x"):
+    argv, env = command(p, binary)
+    return " ".join(argv), env
+
+
+def test_cpulist_roundtrip():
+    assert parse_cpulist("0-3,8") == [0, 1, 2, 3, 8]
+    assert format_cpulist([8, 0, 1, 2, 3]) == "0-3,8"
+    assert format_cpulist([1, 2, 7, 8, 9, 10, 13]) == "1-2,7-10,13"
+    with pytest.raises(ConfigError):
+        parse_cpulist("3-1")
+
+
+def test_platform_shapes(platforms):
+    x = platforms["x4600"]
+    assert x.nodes[5] == [10, 11] and len(x.cpus) == 16
+    assert x.distance(0, 7) == 40 and x.distance(2, 3) == 30   # 3 hops, 2 hops
+    m = platforms["magny-cours"]
+    assert m.nodes[3] == list(range(18, 24)) and m.launcher == "aprun"
+    assert platforms["nehalem"].nodes == {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}
+
+
+def test_magny_cours_2222_aprun(platforms):
+    (p,) = expand(platforms["magny-cours"], {"placements": [{"layout": "2/2/2/2", "nodes": [0, 1, 2, 3]}]})
+    assert cmd(p)[0] == "aprun -n 1 -d 8 -cc 0,1,6,7,12,13,18,19 ./cg.B.x"
+    assert cmd(p)[1] == {"OMP_NUM_THREADS": "8"}
+    assert p.label == "2/2/2/2 on 0-3 · pinned threads" and p.layout == (2, 2, 2, 2)
+
+
+def test_magny_cours_45554(platforms):
+    (p,) = expand(platforms["magny-cours"], {"placements": [{"layout": "4/5/5/4", "nodes": [0, 1, 2, 3]}]})
+    assert p.cpulist == "0-3,6-10,12-16,18-21" and p.threads == 18
+
+
+def test_x4600_taskset_nodes_2_3(platforms):
+    (p,) = expand(platforms["x4600"], {"placements": [{"layout": "2/2", "nodes": [2, 3]}]})
+    assert cmd(p)[0] == "taskset -c 4-7 ./cg.B.x"
+
+
+def test_x4600_numactl_interleave(platforms):
+    (p,) = expand(platforms["x4600"], {"launcher": "numactl", "memory": [{"interleave": [2, 3]}],
+                                       "placements": [{"layout": "2/2", "nodes": [0, 1]}]})
+    assert cmd(p)[0] == "numactl --physcpubind=0-3 --interleave=2-3 ./cg.B.x"
+    assert p.label == "2/2 on 0-1 · interleave 2-3"
+
+
+def test_memory_policies_numactl(platforms):
+    ps = expand(platforms["x4600"], {"launcher": "numactl", "placements": [{"cpus": "0-3"}],
+                                     "memory": ["local", {"membind": [0]}, {"preferred": 4}]})
+    assert [cmd(p)[0].split()[2] for p in ps] == ["--localalloc", "--membind=0", "--preferred=4"]
+    assert len({p.id for p in ps}) == 3
+
+
+def test_thread_binding_env(platforms):
+    (p,) = expand(platforms["nehalem"], {"binding": ["threads"], "placements": [{"cpus": "1,5"}]})
+    assert cmd(p)[1] == {"OMP_NUM_THREADS": "2", "OMP_PLACES": "{1},{5}", "OMP_PROC_BIND": "true"}
+
+
+def test_x4600_pairs_and_distinct(platforms):
+    x = platforms["x4600"]
+    pairs = expand(x, {"placements": [{"layout": "2/2", "nodes": "all-choices"}]})
+    assert len(pairs) == 28
+    four = expand(x, {"placements": [{"layout": "2/2/2/2", "nodes": "all-choices"}]})
+    assert len(four) == 70
+    distinct = expand(x, {"placements": [{"layout": "2/2/2/2", "nodes": "all-choices", "distinct": True}]})
+    assert 1 < len(distinct) < 70
+    # every choice of four nodes is the image of exactly one representative under the
+    # hop matrix's symmetries (the ladder's mirror images)
+    autos = x.automorphisms()
+    assert len(autos) == 4
+    reps = [frozenset(p.nodes) for p in distinct]
+    for p in four:
+        images = {frozenset(a[n] for n in p.nodes) for a in autos}
+        assert len(images & set(reps)) == 1, p.nodes
+
+
+def test_distinct_on_symmetric_magny_cours(platforms):
+    # dies 0-3 with diagonal slow links: pairs are either "fast link" or "diagonal"
+    ch = node_choices([6, 6], platforms["magny-cours"], distinct=True)
+    kinds = {frozenset(n for n, _ in c) for c in ch}
+    assert len(ch) == 2 and frozenset({0, 3}) in kinds | {frozenset({1, 2})}
+
+
+def test_nonuniform_layout_orders(platforms):
+    ps = expand(platforms["nehalem"], {"placements": [{"layout": "3/1", "nodes": "all-choices"}]})
+    assert sorted(p.cpulist for p in ps) == ["0,4-6", "0-2,4"]
+
+
+def test_compact_spread(platforms):
+    x = platforms["x4600"]
+    c = expand(x, {"placements": [{"compact": [4]}]})[0]
+    s = expand(x, {"placements": [{"spread": [4]}]})[0]
+    assert c.cpulist == "0-3" and s.cpulist == "0,2,4,6"
+    assert expand(platforms["nehalem"], {"placements": [{"spread": [6]}]})[0].layout == (3, 3)
+
+
+@pytest.mark.parametrize("exp, problem", [
+    ({"placements": [{"cpus": "0-3"}], "memory": [{"membind": [0]}]}, "taskset cannot express"),
+    ({"launcher": "aprun", "placements": [{"cpus": "0-3"}], "memory": [{"interleave": [0, 1]}]}, "aprun cannot express"),
+    ({"launcher": "omp", "placements": [{"cpus": "0-3"}], "memory": [{"membind": [1]}]}, "omp cannot express"),
+])
+def test_launcher_cannot_express(platforms, exp, problem):
+    with pytest.raises(ConfigError, match=problem):
+        expand(platforms["x4600"], exp)
+
+
+def test_plan_rows_thesis_studies(repo, tmp_path):
+    from numaplace.study import load_study_file
+    for name, expect in [("thesis-magny-cours", "aprun -n 1 -d 8 -cc 0,1,6,7,12,13,18,19 ./cg.B.x"),
+                         ("thesis-x4600", "taskset -c 4-7 ./cg.B.x"),
+                         ("thesis-x4600", "numactl --physcpubind=0-3 --interleave=2-3 ./cg.B.x"),
+                         ("thesis-nehalem", "taskset -c 1-6 ./mg.C.x")]:
+        st = load_study_file(repo / "config" / "studies" / f"{name}.yaml", repo / "config")
+        assert any(r.row()["command"].endswith(expect) for r in st.runs), (name, expect)
+        st.write_plan(tmp_path / f"{name}.tsv")
+        lines = (tmp_path / f"{name}.tsv").read_text().splitlines()
+        assert len(lines) == len(st.runs) + 1
+        assert len({r.run_id for r in st.runs}) == len(st.runs)

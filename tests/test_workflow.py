@@ -1,0 +1,174 @@
+"""The study workflow end to end on this machine: builds, measured runs under real
+numactl/taskset, captures in the records, failures recorded as data, interruptions."""
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+PARTS = ("Snakefile", "config", "workflow", "npb", "profiles")
+
+
+def _ignore(directory, names):
+    # build products of npb/src (object dirs build.<class>.<init>, binaries) stay behind
+    return [n for n in names if n in ("__pycache__", ".snakemake") or n.endswith(".x")
+            or (n.startswith("build.") and os.path.isdir(os.path.join(directory, n)))]
+
+
+def copy_workflow(repo, dest):
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PARTS:
+        src = repo / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=_ignore)
+        else:
+            shutil.copy(src, dest / name)
+    return dest
+
+
+def snakemake(wf, *args, check=True):
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
+                       cwd=wf, capture_output=True, text=True, timeout=1200)
+    if check and r.returncode != 0:
+        raise AssertionError(r.stdout[-3000:] + r.stderr[-3000:])
+    return r
+
+
+def records(wf, study):
+    return {p.parent.name: json.loads(p.read_text())
+            for p in (wf / "results" / study / "runs").glob("*/record.json")}
+
+
+@pytest.fixture(scope="module")
+def quick(repo, tmp_path_factory):
+    wf = copy_workflow(repo, tmp_path_factory.mktemp("quick"))
+    t0 = time.monotonic()
+    snakemake(wf, "--configfile", "config/studies/quick.yaml")
+    return wf, time.monotonic() - t0
+
+
+def test_quick_study_all_verified(quick):
+    wf, seconds = quick
+    plan = (wf / "results/quick/plan.tsv").read_text().splitlines()
+    recs = records(wf, "quick")
+    assert len(recs) == len(plan) - 1 >= 10
+    for rid, r in recs.items():
+        assert r["status"] == "ok", (rid, r["reason"])
+        assert r["npb"]["verified"] and r["npb"]["class"] == "S"
+        assert r["exit_status"] == 0 and r["argv"][-1].endswith(f"{r['bench']}.S.x")
+        assert r["env"]["OMP_NUM_THREADS"] == str(r["placement"]["threads"])
+        assert r["npb"]["threads"] == r["placement"]["threads"]
+        assert r["host"] and r["kernel"] and r["topology"]["nodes"] and r["started"] < r["ended"]
+        assert "idle" in r and "loadavg" in r["idle"]
+    print(f"quick study: {len(recs)} runs + builds in {seconds:.1f} s")
+
+
+def test_records_hold_captures(quick):
+    wf, _ = quick
+    recs = records(wf, "quick")
+    with_pages = 0
+    for rid, r in recs.items():
+        cap = r["captures"]
+        # MG.S lives ~5 ms: it can end before the first sample; CG.S (~30 ms) cannot
+        assert cap["threads"] or r["bench"] == "mg", rid
+        allowed = {int(c) for t in cap["threads"].values() for c in t["cpus"]}
+        cpus = {int(c) for c in r["placement"]["cpus"].replace("-", ",").split(",")}
+        assert allowed <= set(range(min(cpus), max(cpus) + 1)), rid
+        nm = cap["numa_maps"]
+        if nm["samples"] and nm["peak"]["data_bytes"]:
+            with_pages += 1
+            assert all(int(n) in {int(k) for k in r["topology"]["nodes"]} for n in nm["peak"]["data_bytes"])
+            assert (wf / "results/quick/runs" / rid / "numa_maps.samples.jsonl").stat().st_size > 0
+        assert r["numastat"]["system_before"] and r["numastat"]["system_delta"] is not None
+    assert with_pages >= len(recs) // 2
+
+
+def test_plan_commands_are_what_ran(quick):
+    wf, _ = quick
+    import csv
+    rows = list(csv.DictReader(open(wf / "results/quick/plan.tsv"), delimiter="\t"))
+    recs = records(wf, "quick")
+    for row in rows:
+        r = recs[row["run_id"]]
+        shown = shlex.split(row["command"])
+        env = [w for w in shown if "=" in w and w.split("=")[0].isupper()]
+        assert dict(w.split("=", 1) for w in env) == r["env"]
+        assert shown[len(env):-1] == r["argv"][:-1]
+
+
+def test_nothing_reruns_and_records_are_protected(quick):
+    wf, _ = quick
+    r = snakemake(wf, "--configfile", "config/studies/quick.yaml", "-n")
+    assert "Nothing to be done" in r.stdout + r.stderr
+    rec = next((wf / "results/quick/runs").glob("*/record.json"))
+    assert not os.access(rec, os.W_OK) or os.geteuid() == 0
+    assert (rec.stat().st_mode & 0o222) == 0              # write-protected by Snakemake
+
+
+FAILING = {
+    "study": "failing", "platform": "fake2", "benchmarks": ["cg"], "classes": ["S"], "repetitions": 1,
+    "launcher": "numactl", "run": {"timeout": 0.002, "idle_check": "off"},
+    "experiments": [
+        {"name": "refused", "placements": [{"cpus": "0"}], "memory": [{"membind": [63]}]},
+        {"name": "too-slow", "placements": [{"cpus": "0"}]},
+    ],
+}
+FAKE2 = {"name": "fake2", "description": "node 63 does not exist on the test machine",
+         "nodes": [{"id": 0, "cpus": "0"}, {"id": 63, "cpus": "1", "memory_mb": 1024}]}
+
+
+def test_failures_are_records_and_can_be_retried(repo, tmp_path):
+    wf = copy_workflow(repo, tmp_path / "wf")
+    (wf / "config/platforms/fake2.yaml").write_text(yaml.safe_dump(FAKE2))
+    (wf / "failing.yaml").write_text(yaml.safe_dump(FAILING))
+    snakemake(wf, "--configfile", "failing.yaml")          # the study goes on: exit 0
+    recs = records(wf, "failing")
+    by_exp = {("refused" if "mb63" in rid else "slow"): r for rid, r in recs.items()}
+    assert by_exp["refused"]["status"] == "placement-failed"
+    assert "numactl" in by_exp["refused"]["reason"] and by_exp["refused"]["probe"]["exit_status"] != 0
+    assert by_exp["slow"]["status"] == "timeout" and "killed after" in by_exp["slow"]["reason"]
+    # retry: failed records are set aside (kept), then Snakemake runs them again
+    out = subprocess.run([sys.executable, "-m", "numaplace.cli", "retry-failed", "results/failing"],
+                         cwd=wf, env={**os.environ, "PYTHONPATH": str(wf / "workflow")},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.count("set aside") == 2
+    assert not list((wf / "results/failing/runs").glob("*/record.json"))
+    kept = list((wf / "results/failing/runs").glob("*/attempts/1/record.json"))
+    assert len(kept) == 2
+    snakemake(wf, "--configfile", "failing.yaml")
+    assert len(records(wf, "failing")) == 2
+
+
+def test_interrupt_leaves_no_complete_record(repo, tmp_path):
+    wf = copy_workflow(repo, tmp_path / "wf")
+    study = {"study": "interrupt", "benchmarks": ["cg"], "classes": ["W"], "repetitions": 1,
+             "launcher": "taskset", "run": {"idle_check": "off"},
+             "experiments": [{"name": "one", "placements": [{"cpus": "0"}]}]}
+    (wf / "s.yaml").write_text(yaml.safe_dump(study))
+    snakemake(wf, "build", "--configfile", "s.yaml")
+    # slow the run down so it is surely still executing when interrupted
+    binary = next((wf / "results/build").glob("*/default/bin/cg.W.x"))
+    real = binary.with_suffix(".real")
+    binary.rename(real)
+    binary.write_text(f"#!/bin/sh\nsleep 30\nexec {real}\n")
+    binary.chmod(0o755)
+    os.utime(binary, (time.time() - 3600,) * 2)
+    p = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "s.yaml"],
+                         cwd=wf, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    rundir = wf / "results/interrupt/runs/cg.W.default.c0_loc_p_ts.r1"
+    deadline = time.monotonic() + 60
+    while not (rundir / "stdout").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    os.killpg(p.pid, signal.SIGINT)                      # Ctrl-C at the terminal
+    p.communicate(timeout=60)
+    assert not (rundir / "record.json").exists()
+    left = subprocess.run(["pgrep", "-f", str(binary)], capture_output=True, text=True).stdout
+    assert not left.strip(), "the benchmark outlived the interrupted run"
