@@ -41,7 +41,7 @@ contains
     logical, intent(in) :: verified
     character(len=32) :: buf
 
-    write(*,'(/,1x,a,a)') name, ' Benchmark Completed.'
+    write(*,'(//,1x,a,a)') name, ' Benchmark Completed.'
     call field('Class', npb_class)
     if (n2 == 0 .and. n3 == 0) then
       write(buf, '(i0)') n1

@@ -12,7 +12,9 @@ COMMON := npb_random npb_timers npb_report
 OBJS := $(BUILD)/npb_config.o $(addprefix $(BUILD)/,$(addsuffix .o,$(COMMON) $(SOURCES)))
 export FC FLINK F_LIB F_INC FFLAGS FLINKFLAGS RAND
 
-$(PROGRAM): $(OBJS)
+# bin/ holds one binary per class whatever INIT was: always relink from this
+# build's objects (cheap), so switching INIT never leaves the other order's binary.
+$(PROGRAM): $(OBJS) FORCE
 	mkdir -p $(BINDIR)
 	$(FLINK) $(FLINKFLAGS) -o $@ $(OBJS) $(F_LIB)
 
