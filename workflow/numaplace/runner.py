@@ -29,7 +29,7 @@ def now():
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def cpu_busy(seconds=0.5):
+def cpu_busy(seconds=0.1):
     """Busy fraction per CPU over a short window, from /proc/stat."""
     def snap():
         out = {}

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Workflow costs: dry-run time of a 10,000-run study, the runner's per-run launch
+overhead, and the effect of numa_maps sampling on NPB's own measured time."""
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from _common import REPO, binary
+
+from numaplace.study import Study
+
+
+def generated_study(runs_wanted):
+    placements = [{"layout": "2/2", "nodes": "all-choices"}, {"layout": "2/2/2/2", "nodes": "all-choices"},
+                  {"compact": list(range(1, 17))}, {"spread": list(range(2, 13))}]
+    per_rep = 2 * 2 * 2 * 125
+    return {"study": "generated", "platform": "x4600", "benchmarks": ["cg", "mg"], "classes": ["B", "C"],
+            "variants": ["default", "serial-init"], "repetitions": max(1, -(-runs_wanted // per_rep)),
+            "experiments": [{"name": "many", "placements": placements}]}
+
+
+def dry_run(n):
+    with tempfile.TemporaryDirectory() as d:
+        wf = Path(d)
+        for name in ("Snakefile", "config", "workflow", "profiles"):
+            (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, wf / name)
+        data = generated_study(n)
+        (wf / "gen.yaml").write_text(yaml.safe_dump(data))
+        runs = len(Study(data, wf / "gen.yaml", wf / "config").runs)
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "--cores", "1",
+                            "--configfile", "gen.yaml"], cwd=wf, capture_output=True, text=True)
+        dt = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr[-2000:]
+    print(f"dry-run of a {runs}-run study: {dt:.1f} s (target <= 20 s)")
+
+
+def run_once(exe, spec, rundir):
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "numaplace.cli", "run", "--spec", json.dumps(spec),
+                    "--binary", str(exe), "--record", str(rundir / "record.json")],
+                   check=True, capture_output=True, env={"PYTHONPATH": str(REPO / "workflow"),
+                                                         "PATH": "/usr/bin:/bin:/usr/local/bin"})
+    wall = time.monotonic() - t0
+    return wall, json.loads((rundir / "record.json").read_text())
+
+
+def spec_for(bench, cls, cpus="0", numa_maps=True, idle="flag"):
+    data = {"study": "bench", "benchmarks": [bench], "classes": [cls], "repetitions": 1,
+            "launcher": "taskset", "capture": {"numa_maps": numa_maps},
+            "run": {"idle_check": idle}, "experiments": [{"name": "one", "placements": [{"cpus": cpus}]}]}
+    st = Study(data, "bench.yaml", REPO / "config")
+    return st.run_params(st.runs[0].run_id)
+
+
+def overhead(n):
+    exe = binary("cg", "S")
+    with tempfile.TemporaryDirectory() as d:
+        for idle in ("flag", "off"):
+            over = []
+            for i in range(n):
+                wall, rec = run_once(exe, spec_for("cg", "S", idle=idle), Path(d) / f"{idle}{i}")
+                over.append(wall - rec["wall_s"])
+            print(f"launch overhead per run (idle check {idle}): median {statistics.median(over):.3f} s, "
+                  f"max {max(over):.3f} s over {n} runs (target <= 0.3 s)")
+
+
+def sampling_effect(cls, pairs):
+    exe = binary("cg", cls)
+    on, off = [], []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(pairs):
+            for flag, acc in ((True, on), (False, off)) if i % 2 == 0 else ((False, off), (True, on)):
+                _, rec = run_once(exe, spec_for("cg", cls, numa_maps=flag, idle="off"), Path(d) / f"{flag}{i}")
+                assert rec["status"] == "ok", rec["reason"]
+                acc.append(rec["npb"]["time_s"])
+                if flag:
+                    samples = rec["captures"]["numa_maps"]["samples"]
+    diff = (statistics.median(on) - statistics.median(off)) / statistics.median(off) * 100
+    print(f"CG.{cls} NPB time, numa_maps sampling on vs off ({pairs} pairs): median {statistics.median(on):.2f} s"
+          f" vs {statistics.median(off):.2f} s: {diff:+.2f}% ({samples} samples per run; target < 1%)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=10000)
+    ap.add_argument("--launches", type=int, default=10)
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--classes", nargs="+", default=["A", "B"])
+    a = ap.parse_args()
+    dry_run(a.runs)
+    overhead(a.launches)
+    for cls in a.classes:
+        sampling_effect(cls, a.pairs)
+
+
+if __name__ == "__main__":
+    main()
