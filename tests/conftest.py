@@ -1,13 +1,53 @@
-"""Shared test fixtures: the repository root and the numaplace package on sys.path."""
+"""Shared test fixtures: the repository root, the package on sys.path, NPB builds."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "workflow"))
+if str(REPO / "workflow") not in sys.path:
+    sys.path.insert(0, str(REPO / "workflow"))
+
+
+@pytest.fixture(scope="session")
+def repo_root():
+    return REPO
 
 
 @pytest.fixture(scope="session")
 def repo():
     return REPO
+
+
+@pytest.fixture(scope="session")
+def npb_build(tmp_path_factory):
+    """npb_build(bench, cls, variant="default", settings=None) → Path of a binary built by
+    numaplace.build.build from a copy of npb/src in a session temp dir (npb/src itself is
+    not touched); each (bench, class, variant, settings) is built once per session."""
+    if not shutil.which("make") or not shutil.which("gfortran"):
+        pytest.skip("make/gfortran not installed: cannot build NPB binaries")
+    from numaplace.build import build
+    root = tmp_path_factory.mktemp("npb-build")
+    built = {}
+
+    def _build(bench, cls, variant="default", settings=None):
+        settings = settings or {}
+        tag = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
+        key = (bench, cls, variant, tag)
+        if key not in built:
+            d = root / tag / variant
+            binary, log = d / "bin" / f"{bench}.{cls}.x", d / "logs" / f"{bench}.{cls}.log"
+            try:
+                build(settings, variant, bench, cls, d / "tree", binary, log)
+            except RuntimeError as e:
+                tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+                pytest.fail(f"{e}\n{tail}")
+            built[key] = binary
+        return built[key]
+
+    return _build

@@ -1,0 +1,92 @@
+"""numaplace's NPB-compatible CG and MG: NPB verification at S and W in both
+initialisation orders, the report format, and a failed verification's exit status."""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from numaplace import npb_output
+from numaplace.runner import execute
+
+REFERENCE = {("cg", "S"): 8.5971775078648, ("cg", "W"): 10.362595087124,
+             ("mg", "S"): 0.5307707005734e-04, ("mg", "W"): 0.6467329375339e-05}
+TOLERANCE = {"cg": 1e-10, "mg": 1e-8}
+
+
+def run(exe, threads, cwd):
+    return subprocess.run([str(exe)], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={"OMP_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"})
+
+
+def reported_value(stdout):
+    m = re.search(r"^\s*(?:Zeta|L2 Norm) is\s+(\S+)", stdout, re.M)
+    return float(m.group(1).replace("D", "E"))
+
+
+@pytest.mark.parametrize("variant", ["default", "serial-init"])
+@pytest.mark.parametrize("cls", ["S", "W"])
+@pytest.mark.parametrize("bench", ["cg", "mg"])
+def test_verifies_at_1_2_3_threads(npb_build, tmp_path, bench, cls, variant):
+    exe = npb_build(bench, cls, variant)
+    for threads in (1, 2, 3):                 # 3 oversubscribes this 2-core machine on purpose
+        r = run(exe, threads, tmp_path)
+        assert r.returncode == 0, r.stdout[-1500:] + r.stderr
+        out = npb_output.parse(r.stdout)
+        assert out["verified"] and out["class"] == cls and out["threads"] == threads
+        assert out["init_order"] == ("serial" if variant == "serial-init" else "parallel")
+        ref = REFERENCE[(bench, cls)]
+        assert abs(reported_value(r.stdout) - ref) / ref <= TOLERANCE[bench]
+        assert out["implementation"] == "numaplace"
+
+
+def test_mcmodel_medium_builds_and_verifies(npb_build, tmp_path):
+    for bench in ("cg", "mg"):
+        exe = npb_build(bench, "S", "mcmodel-medium")
+        r = run(exe, 2, tmp_path)
+        assert r.returncode == 0 and "-mcmodel=medium" in npb_output.parse(r.stdout)["fflags"]
+
+
+def test_report_layout_matches_official(npb_build, tmp_path, repo):
+    sample = (repo / "../shared/docs/npb-sample-output.txt")
+    if not sample.exists():
+        pytest.skip("../shared/docs/npb-sample-output.txt not present")
+    official = sample.read_text().split("# ---- mg.S.x ----")[0]
+    ours = run(npb_build("cg", "S"), 2, tmp_path).stdout
+    shape = re.compile(r"^ (Class|Size|Iterations|Time in seconds|Total threads|Avail threads|Mop/s total|"
+                       r"Mop/s/thread|Operation type|Verification|Version|Compile date)\s*=.*$", re.M)
+    ours_lines = {m.group(1): m.group(0) for m in shape.finditer(ours)}
+    official_lines = {m.group(1): m.group(0) for m in shape.finditer(official)}
+    assert ours_lines.keys() == official_lines.keys()
+    for key, line in official_lines.items():
+        assert ours_lines[key].index("=") == line.index("=")          # same label column
+        assert len(ours_lines[key]) == len(line), key                 # same right-aligned field
+    assert "numaplace" in ours.split("CG Benchmark")[0]               # banner: not NASA's code
+    # the iteration table of class S matches the official zeta column digit for digit
+    zeta = lambda text: re.findall(r"^\s+\d+\s+\S+\s+(\d+\.\d{13})$", text, re.M)
+    assert zeta(ours) == zeta(official)
+
+
+def test_failed_verification_is_detected(repo, tmp_path):
+    """A build with a perturbed problem constant fails NPB verification: exit status 2,
+    and the runner records it as unverified."""
+    tree = tmp_path / "src"
+    shutil.copytree(repo / "npb/src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"))
+    params = tree / "CG" / "cg_params.f90"
+    text = params.read_text()
+    assert "rcond = 0.1_real64" in text
+    params.write_text(text.replace("rcond = 0.1_real64", "rcond = 0.1000001_real64"))
+    subprocess.run(["make", "CG", "CLASS=S"], cwd=tree, check=True, capture_output=True)
+    exe = tree / "bin" / "cg.S.x"
+    r = run(exe, 1, tmp_path)
+    assert r.returncode == 2
+    assert npb_output.parse(r.stdout)["verification"] == "UNSUCCESSFUL"
+    assert "VERIFICATION FAILED" in r.stdout
+    spec = {"run_id": "cg.S.perturbed.c0.r1", "study": "t", "bench": "cg", "class": "S",
+            "variant": "perturbed", "rep": 1, "argv": ["taskset", "-c", "0", "BINARY"],
+            "env": {"OMP_NUM_THREADS": "1"}, "capture": {}, "run": {"idle_check": "off"},
+            "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "nodes": "0",
+                          "layout": "1 on 0", "memory": "local", "memory_nodes": "",
+                          "binding": "process", "launcher": "taskset"}}
+    rec = execute(spec, exe, tmp_path / "run" / "record.json")
+    assert rec["status"] == "unverified" and rec["exit_status"] == 2
