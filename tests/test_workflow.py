@@ -172,3 +172,48 @@ def test_interrupt_leaves_no_complete_record(repo, tmp_path):
     assert not (rundir / "record.json").exists()
     left = subprocess.run(["pgrep", "-f", str(binary)], capture_output=True, text=True).stdout
     assert not left.strip(), "the benchmark outlived the interrupted run"
+
+
+def test_runs_never_overlap_with_two_cores(quick):
+    wf, _ = quick
+    spans = sorted((r["started"], r["ended"]) for r in records(wf, "quick").values())
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+        assert e1 <= s2, f"runs overlapped: {s1}..{e1} and {s2}..{e2}"
+
+
+def test_busy_machine_is_refused_or_flagged(npb_build, tmp_path):
+    from numaplace.runner import execute
+    exe = npb_build("cg", "S")
+    spec = {"run_id": "cg.S.default.c0.r1", "study": "t", "bench": "cg", "class": "S",
+            "variant": "default", "rep": 1, "argv": ["taskset", "-c", "0", "BINARY"],
+            "env": {"OMP_NUM_THREADS": "1"}, "capture": {},
+            "run": {"idle_check": "refuse", "idle_wait": 0, "idle_busy_max": 0.5},
+            "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "nodes": "0",
+                          "layout": "1 on 0", "memory": "local", "memory_nodes": "",
+                          "binding": "process", "launcher": "taskset"}}
+    hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        refused = execute(spec, exe, tmp_path / "a" / "record.json")
+        spec["run"]["idle_check"] = "flag"
+        flagged = execute(spec, exe, tmp_path / "b" / "record.json")
+    finally:
+        hog.kill()
+    assert refused["status"] == "not-idle" and "0" in refused["idle"]["busy_cpus"]
+    assert refused.get("exit_status") is None and not (tmp_path / "a" / "stdout").exists()
+    assert flagged["status"] == "ok" and flagged["idle"]["idle"] is False
+
+
+def test_official_source_fetch_checks_sha256(repo, tmp_path):
+    import hashlib
+    import tarfile
+    from numaplace import ConfigError
+    from numaplace.build import fetch_source, find_omp_tree
+    tarball = tmp_path / "NPB3.4-fixture.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tf:
+        tf.add(repo / "tests/fixtures/npb-official/NPB3.4-OMP", arcname="NPB3.4.2/NPB3.4-OMP")
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
+    tree = find_omp_tree(fetch_source(f"file://{tarball}", digest, tmp_path / "dl"))
+    assert tree.name == "NPB3.4-OMP" and (tree / "CG" / "cg_data.f90").exists()
+    with pytest.raises(ConfigError, match="sha256 mismatch"):
+        fetch_source(str(tarball), "0" * 64, tmp_path / "dl2")

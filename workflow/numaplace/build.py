@@ -46,7 +46,7 @@ def _sha256(path):
 def fetch_source(source, sha256, dest):
     """An official tree from a directory, a tarball path or a URL (checked by sha256)."""
     dest = Path(dest)
-    if source.startswith(("http://", "https://", "ftp://")):
+    if source.startswith(("http://", "https://", "ftp://", "file://")):
         dest.mkdir(parents=True, exist_ok=True)
         tarball = dest / Path(source).name
         if not tarball.exists():
