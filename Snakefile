@@ -7,6 +7,7 @@
 include: "workflow/rules/common.smk"
 include: "workflow/rules/build.smk"
 include: "workflow/rules/run.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -14,6 +15,8 @@ rule all:
     input:
         PLAN,
         RECORDS,
+        SUMMARY_MD,
+        REPORT_HTML,
 
 
 rule plan:
@@ -29,3 +32,20 @@ rule build:
 rule runs:
     input:
         RECORDS,
+
+
+# tables, figures and report from the records on disk: never runs or builds anything
+rule tables:
+    input:
+        TABLES,
+
+
+rule figures:
+    input:
+        FIGURE_INDEX,
+
+
+rule report:
+    input:
+        SUMMARY_MD,
+        REPORT_HTML,

@@ -1,20 +1,28 @@
 """Captures taken while a run executes: numa_maps samples, per-thread CPUs, numastat.
 
-Sampling is adaptive: dense while the process's memory grows (that is when first
-touch decides where pages land), then backing off geometrically once it is stable, so
-the cost against NPB's own timer stays negligible (see benchmarks/).
+Sampling starts once the launcher has exec'd the benchmark (before that /proc/<pid>
+is numactl's or taskset's) and is adaptive: dense while the process's data footprint
+changes (first touch decides where pages land), backing off geometrically to
+interval_max once it is steady. Reading numa_maps walks the page tables under the
+process's memory-map lock (tens of ms for GiBs), so the interval never drops below
+1/duty_max times the last sample's cost: the sampler uses at most that fraction of
+one CPU, and that CPU is not one of the benchmark's when there are free ones (the
+runner moves itself off them). Per thread it records the CPU of every sample (field
+39 of /proc/<pid>/task/<tid>/stat) under the affinity mask the thread had then.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 from . import numa_maps
+from .topology import format_cpulist
+
+STEADY = 0.01          # two samples within 1 % of each other: the footprint is steady
 
 
 def read_numa_maps(pid):
@@ -23,17 +31,26 @@ def read_numa_maps(pid):
 
 
 def thread_cpus(pid):
-    """tid → (cpu last run on, allowed CPU list) for every thread of pid."""
+    """tid → (CPU last run on, affinity mask as a CPU list) for every thread of pid.
+
+    ProcessLookupError once the process is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        raise ProcessLookupError(pid) from None
     out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    for tid in tids:
         try:
-            stat = (task / "stat").read_text()
-            allowed = re.search(r"Cpus_allowed_list:\s*(\S+)", (task / "status").read_text())
+            # the mask first: a thread bound between the two reads then shows its
+            # new CPU under its old mask, never an old CPU under its new mask
+            allowed = format_cpulist(os.sched_getaffinity(int(tid)))
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
         except (FileNotFoundError, ProcessLookupError):
-            continue
+            continue                                    # the thread has just exited
+        # comm (field 2) may contain spaces and ')': fields after the last ')' start at 3
         fields = stat[stat.rindex(")") + 2:].split()
-        # field 39 of stat (1-based) is `processor`; fields after "comm)" start at 3
-        out[int(task.name)] = (int(fields[39 - 3]), allowed.group(1) if allowed else None)
+        out[int(tid)] = (int(fields[39 - 3]), allowed)   # field 39: processor
     return out
 
 
@@ -41,111 +58,169 @@ class Sampler(threading.Thread):
     """Samples numa_maps and thread CPUs of one process until it exits."""
 
     def __init__(self, pid, outdir, interval_min=0.005, interval_max=5.0,
-                 numa_maps_on=True, threads_on=True, numastat_on=True, exe=None):
+                 numa_maps_on=True, threads_on=True, numastat_on=True, exe=None,
+                 duty_max=0.05):
         super().__init__(daemon=True)
         self.pid, self.outdir = pid, Path(outdir)
-        self.imin, self.imax = interval_min, interval_max
+        self.imin, self.imax = interval_min, max(interval_max, interval_min)
+        self.duty_max = duty_max
         self.numa_maps_on, self.threads_on, self.numastat_on = numa_maps_on, threads_on, numastat_on
         self.stop_event = threading.Event()
-        self.samples = []             # (t, {node: data bytes}, {node: total bytes})
-        self.threads = {}             # tid → {"cpus": {cpu: count}, "allowed": str}
-        self.peak_text = None         # raw numa_maps at the largest data footprint
-        self.peak_bytes = -1
+        self.samples = []       # {"t", "data_bytes", "total_bytes", "policies", "threads"}
+        self.threads = {}       # tid → {"cpus": {cpu: n}, "by_allowed": {mask: {cpu: n}}, "allowed": last mask}
+        self.peak = self.steady = None     # sample dicts
+        self.peak_text = self.steady_text = None   # raw numa_maps of those samples
         self.numastat_p = None
-        self.read_seconds = 0.0
+        self.numastat_p_bytes = 0          # data footprint when numastat -p was taken
+        self.numastat_p_takes = 0
+        self.read_seconds = 0.0            # reading numa_maps
+        self.sample_seconds = 0.0          # whole samples (reads, parsing, threads)
         self.errors = []
+        self.exec_seen = None
+        self.team = 0
         self.t0 = time.monotonic()
         self.exe = str(exe) if exe else None   # sample only once the launcher exec'd it
 
     def _wait_for_exec(self):
-        while self.exe and not self.stop_event.is_set():
+        """True once /proc/<pid>/exe is the benchmark; False if the process ended first."""
+        if not self.exe:
+            return True
+        wait, seen = 0.0002, None
+        while not self.stop_event.is_set():
             try:
-                if os.readlink(f"/proc/{self.pid}/exe") == self.exe:
-                    return True
+                seen = os.readlink(f"/proc/{self.pid}/exe")
             except OSError:
-                return False
-            time.sleep(0.0005)
-        return not self.stop_event.is_set()
+                break                                    # exited (or a zombie) before exec
+            if seen == self.exe:
+                return True
+            self.stop_event.wait(wait)
+            wait = min(wait * 2, 0.002)
+        self.errors.append(f"the process never ran {self.exe} while sampled (last exe: {seen})")
+        return False
 
     def _sample(self):
-        t = time.monotonic() - self.t0
-        data = None
+        """One sample; returns its data footprint in bytes (None without numa_maps)."""
+        s0 = time.perf_counter()
+        sample = {"t": round(time.monotonic() - self.t0, 4)}
+        text = None
         if self.numa_maps_on:
-            r0 = time.perf_counter()
             text = read_numa_maps(self.pid)
-            self.read_seconds += time.perf_counter() - r0
+            self.read_seconds += time.perf_counter() - s0
             if not text:
-                raise ProcessLookupError        # an exiting process has no mappings
-            s = numa_maps.summarize(numa_maps.parse(text))
-            data = s["data_bytes"]
-            self.samples.append((round(t, 4), data, s["total_bytes"]))
-            if sum(data.values()) > self.peak_bytes:
-                self.peak_bytes, self.peak_text = sum(data.values()), text
+                raise ProcessLookupError(self.pid)     # an exiting process has no mappings
+            try:
+                s = numa_maps.summarize(numa_maps.parse(text))
+            except ValueError as e:                    # keep sampling threads; say why
+                self.errors.append(f"numa_maps: {e}")
+                self.numa_maps_on, text = False, None
+            else:
+                sample.update(data_bytes=s["data_bytes"], total_bytes=s["total_bytes"],
+                              policies=s["policies"])
         if self.threads_on:
-            for tid, (cpu, allowed) in thread_cpus(self.pid).items():
-                th = self.threads.setdefault(tid, {"cpus": {}, "allowed": allowed})
+            tc = thread_cpus(self.pid)
+            self.team = max(self.team, len(tc))
+            sample["threads"] = len(tc)
+            sample["team"] = self.team             # most threads alive at once so far
+            for tid, (cpu, allowed) in tc.items():
+                th = self.threads.setdefault(tid, {"cpus": {}, "by_allowed": {}, "allowed": allowed})
                 th["cpus"][cpu] = th["cpus"].get(cpu, 0) + 1
+                per = th["by_allowed"].setdefault(allowed, {})
+                per[cpu] = per.get(cpu, 0) + 1
+                th["allowed"] = allowed
+        self.sample_seconds += time.perf_counter() - s0
+        if text is None:
+            self.samples.append(sample)
+            return None
+        data = sum(sample["data_bytes"].values())
+        prev = self.samples[-1] if self.samples else None
+        self.samples.append(sample)
+        if self.peak is None or data > sum(self.peak["data_bytes"].values()):
+            self.peak, self.peak_text = sample, text
+        if prev and "data_bytes" in prev and data and _steady(sum(prev["data_bytes"].values()), data):
+            self.steady, self.steady_text = sample, text
         return data
 
-    def _numastat(self):
+    def _numastat(self, data):
         try:
             self.numastat_p = subprocess.run(["numastat", "-p", str(self.pid)], capture_output=True,
                                              text=True, timeout=30).stdout
+            self.numastat_p_bytes = data
+            self.numastat_p_takes += 1
         except (OSError, subprocess.SubprocessError) as e:
             self.errors.append(f"numastat -p: {e}")
+            self.numastat_on = False
 
     def run(self):
-        interval, last = self.imin, None
         if not self._wait_for_exec():
             return
+        self.exec_seen = round(time.monotonic() - self.t0, 4)
+        interval, last = self.imin, None
         while not self.stop_event.is_set():
+            c0 = time.perf_counter()
             try:
                 data = self._sample()
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 break                                   # the process has exited
             except (OSError, ValueError) as e:
-                self.errors.append(str(e))
+                self.errors.append(f"{type(e).__name__}: {e}")
                 break
-            total = sum(data.values()) if data else 0
-            if last is not None and total and abs(total - last) <= 0.01 * max(last, 1):
-                if self.numastat_on and self.numastat_p is None:
-                    self._numastat()                    # memory settled: per-process view
-                interval = min(interval * 2, self.imax)
-            else:
-                interval = self.imin
-            last = total
+            # without numa_maps (threads only) there is no footprint: just back off
+            steady = data is None or (last is not None and _steady(last, data))
+            if steady and data and self.numastat_on and self.numastat_p_takes < 3 and \
+                    data > 1.05 * self.numastat_p_bytes:
+                self._numastat(data)                    # steady: take the per-process view
+            interval = min(interval * 2, self.imax) if steady else self.imin
+            cost = time.perf_counter() - c0
+            interval = max(interval, cost / self.duty_max)
+            last = data
             self.stop_event.wait(interval)
 
     def stop(self):
         self.stop_event.set()
 
     def write(self):
-        """Raw evidence next to the record: the samples and the peak numa_maps."""
+        """Raw evidence next to the record: the samples and the peak/steady numa_maps."""
         self.outdir.mkdir(parents=True, exist_ok=True)
         with open(self.outdir / "numa_maps.samples.jsonl", "w") as f:
-            for t, data, total in self.samples:
-                f.write(json.dumps({"t": t, "data_bytes": data, "total_bytes": total}) + "\n")
+            for s in self.samples:
+                f.write(json.dumps(s) + "\n")
         if self.peak_text:
             (self.outdir / "numa_maps.peak.txt").write_text(self.peak_text)
+        if self.steady_text and self.steady is not self.peak:
+            (self.outdir / "numa_maps.steady.txt").write_text(self.steady_text)
         if self.numastat_p:
             (self.outdir / "numastat.process.txt").write_text(self.numastat_p)
 
     def summary(self):
-        peak = max(self.samples, key=lambda s: sum(s[1].values()), default=None)
-        last = self.samples[-1] if self.samples else None
+        def view(s):
+            if not s or "data_bytes" not in s:
+                return None
+            return {"t": s["t"], "data_bytes": _str_keys(s["data_bytes"]),
+                    "total_bytes": _str_keys(s["total_bytes"]), "policies": s["policies"],
+                    "threads": s.get("threads"), "team": s.get("team")}
         return {
             "numa_maps": {
                 "samples": len(self.samples),
                 "read_seconds": round(self.read_seconds, 4),
-                "peak": None if not peak else {"t": peak[0], "data_bytes": _str_keys(peak[1]),
-                                               "total_bytes": _str_keys(peak[2])},
-                "last": None if not last else {"t": last[0], "data_bytes": _str_keys(last[1])},
+                "sample_seconds": round(self.sample_seconds, 4),
+                "exec_seen_s": self.exec_seen,
+                "peak": view(self.peak),
+                # the last sample whose footprint equalled the one before it: the
+                # working set the run settled on (what fidelity judges)
+                "steady": view(self.steady),
+                "last": view(next((s for s in reversed(self.samples) if "data_bytes" in s), None)),
             },
-            "threads": {str(tid): {"cpus": _str_keys(v["cpus"]), "allowed": v["allowed"]}
+            "threads": {str(tid): {"cpus": _str_keys(v["cpus"]), "allowed": v["allowed"],
+                                   "by_allowed": {m: _str_keys(c) for m, c in v["by_allowed"].items()}}
                         for tid, v in sorted(self.threads.items())},
+            "team": self.team if self.threads_on else None,
             "numastat_process_taken": self.numastat_p is not None,
             "errors": self.errors,
         }
+
+
+def _steady(before, now):
+    return abs(now - before) <= STEADY * max(before, 1)
 
 
 def _str_keys(d):

@@ -1,87 +1,237 @@
 """Placement fidelity: did the threads and pages go where the placement asked?
 
-Computed from a run's captures: thread CPU samples (each thread within the placement's
-CPUs; with per-thread binding, each on one CPU of its own) and the numa_maps data
-pages at the run's peak footprint (share on the nodes the memory policy allows;
-interleave additionally even across its nodes). Verdict per aspect and overall:
-ok | drift (with the numbers) | unknown (capture unavailable).
+Judged from a run's captures (capture.Sampler's summary in the record):
+
+threads  every thread stayed on the placement's CPUs (CPU of each sample and the
+         affinity mask it ran under). With per-thread binding (OMP_PLACES) each thread
+         is bound to one CPU of its own; samples of a thread taken before libgomp bound
+         it (the initial thread, in libgomp's constructor) are not judged. NPB's own
+         thread count must equal the placement's.
+memory   at the steady footprint (the working set the run settled on), the share of the
+         process's data pages on the nodes the policy allows: membind/preferred/
+         interleave their nodes, local the nodes of the placement's CPUs; interleave
+         also evenly over its nodes (each within a tolerance of 1/k); and the pages'
+         policy as numa_maps prints it must be the one asked for.
+
+Verdict per aspect and overall: ok | drift (with the numbers, in `reasons`) | unknown
+(capture unavailable, e.g. aprun, or the run too short for the sampler to see its
+footprint settle with the whole thread team).
+
+Thresholds: DEFAULTS, overridden by the study's `capture: {fidelity: {...}}` (carried
+in the record as capture_settings), overridden by the `settings` argument (so
+aggregation can re-judge records without re-running them).
 """
 from __future__ import annotations
 
-from .topology import parse_cpulist
+from .topology import format_cpulist, parse_cpulist
 
-DEFAULTS = {"memory_share_min": 0.9, "interleave_tolerance": 0.1}
+DEFAULTS = {
+    "memory_share_min": 0.9,        # data pages on the allowed nodes (and under the policy)
+    "interleave_tolerance": 0.1,    # |share of a node - 1/k| for interleave over k nodes ...
+    "interleave_slack_bytes": 4 * 2**20,  # ... plus this much of the footprint: transparent
+                                    # huge pages (2 MiB) are interleaved whole, so a small
+                                    # footprint cannot be even to better than a few of them
+    "memory_min_bytes": 512 * 1024,  # less data than this at the steady footprint: unknown
+}
+
+# placement memory policy → numa_maps mode names that express it
+POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),
+                "interleave": ("interleave", "weighted interleave"),
+                "preferred": ("prefer", "prefer (many)")}
+
+
+def settings_of(rec, settings=None):
+    cfg = dict(DEFAULTS)
+    cfg.update(((rec.get("capture_settings") or {}).get("fidelity")) or {})
+    cfg.update(settings or {})
+    return cfg
+
+
+def _mib(b):
+    return f"{b / 2**20:.1f} MiB"
+
+
+def _pct(x):
+    return f"{100 * x:.1f}%"
 
 
 def _threads(rec, cpus):
     caps = rec.get("captures") or {}
     threads = caps.get("threads") or {}
+    p = rec["placement"]
+    expected = int(p["threads"])
     if not threads:
-        return {"verdict": "unknown", "reason": "no thread samples"}
-    outside, shared = {}, []
-    seen_single = {}
+        return {"verdict": "unknown", "reason": "no thread samples (thread capture off or the run "
+                                                "ended before the first sample)"}
+    allowed_cpus = set(cpus)
+    pinned = p["binding"] == "threads"
+    team = caps.get("team") or len(threads)
+    out = {"threads_expected": expected, "threads_seen": len(threads), "team": team}
+    reasons = []
+    npb_threads = (rec.get("npb") or {}).get("threads")
+    if npb_threads is not None and int(npb_threads) != expected:
+        reasons.append(f"NPB ran {npb_threads} threads, the placement has {expected}")
+        out["npb_threads"] = npb_threads
+    outside, mask_outside, unbound, before_binding, bound_to = {}, {}, {}, {}, {}
     for tid, t in threads.items():
-        used = {int(c) for c in t["cpus"]}
-        bad = sorted(used - set(cpus))
-        if bad:
-            outside[tid] = bad
-        if rec["placement"]["binding"] == "threads" and len(used) == 1:
-            c = next(iter(used))
-            if c in seen_single.values():
-                shared.append(tid)
-            seen_single[tid] = c
-    moved = []
-    if rec["placement"]["binding"] == "threads":
-        # the master may have run elsewhere briefly before libgomp pinned it: judge
-        # only threads with more than one sample that left their CPU
-        moved = [tid for tid, t in threads.items() if len(t["cpus"]) > 1]
-    drift = bool(outside) or bool(moved)
-    out = {"verdict": "drift" if drift else "ok", "threads_seen": len(threads)}
+        by_mask = t.get("by_allowed") or {t.get("allowed") or "": t["cpus"]}
+        if pinned:
+            final = t.get("allowed") or ""
+            judged = {final: by_mask.get(final, t["cpus"])}
+            skipped = sum(n for m, c in by_mask.items() if m != final for n in c.values())
+            if skipped:
+                before_binding[tid] = skipped
+        else:
+            judged = by_mask
+        for mask, cpu_counts in judged.items():
+            seen = {int(c) for c in cpu_counts}
+            if seen - allowed_cpus:
+                outside[tid] = sorted(set(outside.get(tid, [])) | (seen - allowed_cpus))
+            m = set(parse_cpulist(mask)) if mask else None
+            if m is not None and m - allowed_cpus:
+                mask_outside[tid] = mask
+            if pinned:
+                if m is None or len(m) != 1:
+                    unbound[tid] = mask or "?"
+                else:
+                    bound_to[tid] = next(iter(m))
     if outside:
         out["outside_cpus"] = outside
-    if moved:
-        out["moved"] = {tid: threads[tid]["cpus"] for tid in moved}
-    if shared:
-        out["sharing_cpu"] = shared
+        reasons.append("threads ran outside CPUs " + format_cpulist(cpus) + ": " +
+                       ", ".join(f"tid {t} on {format_cpulist(c)}" for t, c in outside.items()))
+    if mask_outside:
+        out["mask_outside"] = mask_outside
+        reasons.append("threads allowed outside CPUs " + format_cpulist(cpus) + ": " +
+                       ", ".join(f"tid {t} mask {m}" for t, m in mask_outside.items()))
+    if unbound:
+        out["unbound"] = unbound
+        reasons.append("threads not bound to one CPU: " +
+                       ", ".join(f"tid {t} mask {m}" for t, m in unbound.items()))
+    by_cpu = {}
+    for tid, c in bound_to.items():
+        by_cpu.setdefault(c, []).append(tid)
+    sharing = {str(c): tids for c, tids in sorted(by_cpu.items()) if len(tids) > 1}
+    if sharing:
+        out["sharing_cpu"] = sharing
+        reasons.append("threads bound to the same CPU: " +
+                       "; ".join(f"CPU {c}: tids {', '.join(t)}" for c, t in sharing.items()))
+    if pinned:
+        out["bound_to"] = {t: c for t, c in sorted(bound_to.items())}
+    if before_binding:
+        out["samples_before_binding"] = before_binding
+    if reasons:
+        out["verdict"], out["reasons"] = "drift", reasons
+    elif team < expected:
+        out["verdict"] = "unknown"
+        out["reason"] = (f"the capture saw at most {team} of {expected} threads at once "
+                         "(the run ended before its parallel part was sampled)")
+    else:
+        out["verdict"] = "ok"
     return out
 
 
-def _memory(rec, cpus, nodes_of_cpus, cfg):
+def _memory(rec, nodes_of_cpus, cfg):
     caps = rec.get("captures") or {}
-    peak = (caps.get("numa_maps") or {}).get("peak")
-    if not peak or not peak.get("data_bytes"):
-        return {"verdict": "unknown", "reason": "no numa_maps sample"}
-    by_node = {int(n): b for n, b in peak["data_bytes"].items()}
-    total = sum(by_node.values())
-    if total == 0:
-        return {"verdict": "unknown", "reason": "no data pages"}
+    nm = caps.get("numa_maps") or {}
     p = rec["placement"]
+    expected = int(p["threads"])
+    peak = nm.get("peak")
+    judged, basis = (nm.get("steady"), "steady") if "steady" in nm else (peak, "peak")
+    if not peak:
+        return {"verdict": "unknown", "reason": "no numa_maps sample"}
+    if not judged:
+        return {"verdict": "unknown", "reason": f"the footprint never settled while sampled "
+                f"({nm.get('samples', 0)} samples, peak {_mib(sum(peak['data_bytes'].values()))} "
+                f"at {peak['t']} s): the run is too short to judge"}
+    by_node = {int(n): b for n, b in judged["data_bytes"].items()}
+    total = sum(by_node.values())
+    if total < max(cfg["memory_min_bytes"], 1):
+        return {"verdict": "unknown", "reason": f"only {total} bytes of data pages at the {basis} "
+                f"footprint (< memory_min_bytes {cfg['memory_min_bytes']}): too little to judge"}
+    team = judged.get("team")
+    if team is not None and team < expected:
+        return {"verdict": "unknown", "reason": f"the footprint settled at {_mib(total)} before the "
+                f"OpenMP team existed ({team} of {expected} threads)"}
     policy = p["memory"]
-    allowed = set(parse_cpulist(p["memory_nodes"])) if p.get("memory_nodes") else set(nodes_of_cpus)
+    if policy == "local":
+        allowed = set(nodes_of_cpus)
+    else:
+        allowed = set(parse_cpulist(p["memory_nodes"]))
     share = sum(b for n, b in by_node.items() if n in allowed) / total
     dist = {str(n): round(b / total, 4) for n, b in sorted(by_node.items())}
-    out = {"policy": policy, "allowed_nodes": sorted(allowed), "share_on_allowed": round(share, 4),
-           "distribution": dist, "bytes": total, "min_share": cfg["memory_share_min"]}
-    drift = share < cfg["memory_share_min"]
+    shown = " ".join(f"N{n}={_pct(s)}" for n, s in dist.items())
+    out = {"policy": policy, "allowed_nodes": sorted(allowed), "basis": basis, "t": judged["t"],
+           "bytes": total, "bytes_per_node": {str(n): b for n, b in sorted(by_node.items())},
+           "distribution": dist, "share_on_allowed": round(share, 4),
+           "min_share": cfg["memory_share_min"]}
+    if peak is not judged and peak.get("data_bytes"):
+        ptotal = sum(peak["data_bytes"].values())
+        out["peak"] = {"t": peak["t"], "bytes": ptotal}
+    reasons = []
+    if share < cfg["memory_share_min"]:
+        reasons.append(f"{_pct(share)} of {_mib(total)} data pages on {policy} node(s) "
+                       f"{format_cpulist(allowed) or '-'} (min {_pct(cfg['memory_share_min'])}); "
+                       f"per node {shown}")
     if policy == "interleave" and len(allowed) > 1:
         even = 1 / len(allowed)
         dev = max(abs(by_node.get(n, 0) / total - even) for n in allowed)
+        tol = cfg["interleave_tolerance"] + cfg["interleave_slack_bytes"] / total
         out["interleave_max_deviation"] = round(dev, 4)
-        drift = drift or dev > cfg["interleave_tolerance"]
-    out["verdict"] = "drift" if drift else "ok"
+        out["interleave_tolerance"] = round(tol, 4)
+        if dev > tol:
+            reasons.append(f"interleave over {len(allowed)} nodes is uneven: per node {shown} "
+                           f"(expected {_pct(even)} ± {_pct(tol)})")
+    policies = judged.get("policies")
+    if policies:
+        want = set(parse_cpulist(p["memory_nodes"])) if p.get("memory_nodes") else None
+        matching = 0
+        for text, b in policies.items():
+            mode, _, nodes = text.partition(":")
+            mode = mode.split("=")[0]
+            if mode in POLICY_MODES[policy] and (want is None or (nodes and set(parse_cpulist(nodes)) == want)):
+                matching += b
+        pshare = matching / max(sum(policies.values()), 1)
+        out["policies"] = policies
+        out["share_under_policy"] = round(pshare, 4)
+        if pshare < cfg["memory_share_min"]:
+            asked = policy + (f" {p['memory_nodes']}" if p.get("memory_nodes") else "")
+            seen = ", ".join(f"{k} ({_mib(v)})" for k, v in sorted(policies.items(), key=lambda kv: -kv[1]))
+            reasons.append(f"pages placed under policy {seen}, the placement asks for {asked}")
+    if reasons:
+        out["verdict"], out["reasons"] = "drift", reasons
+    else:
+        out["verdict"] = "ok"
     return out
 
 
-def verdict(rec):
-    if rec.get("status") in ("placement-failed", "not-idle") or rec.get("captures") is None:
-        return {"verdict": "unknown", "reason": rec.get("captures_note") or "run did not execute under capture"}
-    cfg = {**DEFAULTS, **(rec.get("fidelity_settings") or {})}
-    cpus = parse_cpulist(rec["placement"]["cpus"])
+def verdict(rec, settings=None):
+    """The fidelity verdict of a run record (see the module doc)."""
+    status = rec.get("status")
+    if status in ("placement-failed", "not-idle"):
+        return {"verdict": "unknown", "reason": f"the run did not execute ({status})"}
+    if rec.get("captures") is None:
+        return {"verdict": "unknown", "reason": rec.get("captures_note") or "no capture for this run"}
+    cfg = settings_of(rec, settings)
+    p = rec["placement"]
+    cpus = parse_cpulist(p["cpus"])
     topo = rec.get("topology") or {}
-    node_of = {c: int(n) for n, cl in (topo.get("nodes") or {}).items() for c in parse_cpulist(cl) if cl}
-    nodes_of_cpus = sorted({node_of[c] for c in cpus if c in node_of})
+    node_of = {c: int(n) for n, cl in (topo.get("nodes") or {}).items() if cl for c in parse_cpulist(cl)}
+    out = {}
+    if all(c in node_of for c in cpus):
+        nodes_of_cpus = sorted({node_of[c] for c in cpus})
+    else:                           # the measured topology lacks some CPU: trust the plan
+        nodes_of_cpus = parse_cpulist(p["nodes"]) if p.get("nodes") else []
+        out["note"] = (f"CPUs {format_cpulist(c for c in cpus if c not in node_of)} are not in the "
+                       "measured topology; local nodes taken from the plan")
     th = _threads(rec, cpus)
-    mem = _memory(rec, cpus, nodes_of_cpus, cfg)
+    mem = _memory(rec, nodes_of_cpus, cfg)
     parts = (th["verdict"], mem["verdict"])
     overall = "drift" if "drift" in parts else ("unknown" if "unknown" in parts else "ok")
-    return {"verdict": overall, "threads": th, "memory": mem}
+    out.update(verdict=overall, threads=th, memory=mem, settings=cfg)
+    if overall == "drift":
+        out["reasons"] = [f"{k}: {r}" for k, a in (("threads", th), ("memory", mem))
+                          for r in a.get("reasons", [])]
+    elif overall == "unknown":
+        out["reason"] = "; ".join(f"{k}: {a['reason']}" for k, a in (("threads", th), ("memory", mem))
+                                  if a["verdict"] == "unknown")
+    return out

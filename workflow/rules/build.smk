@@ -1,4 +1,6 @@
 # NPB binaries: one tree per variant under results/build/<hash of source and flags>/.
+# On a cluster a build is an ordinary one-CPU job (numaplace.cluster).
+from numaplace import cluster
 
 
 rule plan_table:
@@ -20,6 +22,9 @@ rule npb_build:
         tree=lambda wc: f"{BUILD_DIR}/{wc.variant}/tree",
     resources:
         machine=1,
+        runtime=cluster.BUILD_RUNTIME_MIN,
+        mem_mb=cluster.BUILD_MEM_MB,
+        **cluster.queue_resources(STUDY),
     shell:
         "{NUMAPLACE} build --settings {params.settings:q} --variant {wildcards.variant}"
         " --bench {wildcards.bench} --cls {wildcards.cls} --tree {params.tree:q}"
