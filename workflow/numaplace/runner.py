@@ -69,6 +69,16 @@ def host_facts():
     return facts
 
 
+def effective_timeout(runcfg, environ=os.environ):
+    """The study's per-run timeout, cut short inside a batch job so that the runner, not
+    the scheduler, ends a hung run (and records it) before the walltime runs out."""
+    timeout = runcfg.get("timeout", 3600)
+    walltime = environ.get("NUMAPLACE_WALLTIME_MIN")
+    if walltime and any(k in environ for k in ("SLURM_JOB_ID", "PBS_JOBID")):
+        timeout = min(timeout, max(30, 60 * float(walltime) - 150))
+    return timeout
+
+
 def clean_env(extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV)}
     env.update(extra)
@@ -129,7 +139,11 @@ def execute(spec, binary, record_path):
         os.replace(tmp, record_path)
         return rec
 
-    mode = runcfg.get("idle_check", "flag")
+    local_capture = p["launcher"] != "aprun"     # aprun'd processes run on a compute node
+    if not local_capture:
+        rec["host_note"] = ("aprun: host, kernel and topology describe the launch (MOM) node; "
+                            "the run executes on a compute node")
+    mode = runcfg.get("idle_check", "flag") if local_capture else "off"
     if mode != "off":
         idle, evidence = idle_check(cpus, runcfg.get("idle_busy_max", 0.15),
                                     runcfg.get("idle_wait", 30), mode)
@@ -146,9 +160,11 @@ def execute(spec, binary, record_path):
             return finish("placement-failed", f"{probe[0]} refused the placement: "
                           f"{(pr.stderr or pr.stdout).strip()[:300]}")
 
-    local_capture = p["launcher"] != "aprun"     # aprun'd processes run on a compute node
-    if cap.get("numastat", True):
+    system_numastat = cap.get("numastat", True) and local_capture
+    if system_numastat:
         rec_numastat_before = numastat_system()
+    timeout = effective_timeout(runcfg)
+    rec["timeout_s"] = timeout
     rec["started"] = now()
     t0 = time.monotonic()
     with open(rundir / "stdout", "w") as out, open(rundir / "stderr", "w") as err:
@@ -165,7 +181,7 @@ def execute(spec, binary, record_path):
             sampler.start()
         timed_out = False
         try:
-            rc = proc.wait(timeout=runcfg.get("timeout", 3600))
+            rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
@@ -179,7 +195,7 @@ def execute(spec, binary, record_path):
     rec["wall_s"] = round(time.monotonic() - t0, 4)
     rec["ended"] = now()
     rec["exit_status"] = rc
-    if cap.get("numastat", True):
+    if system_numastat:
         after = numastat_system()
         rec["numastat"] = {"system_before": rec_numastat_before, "system_after": after,
                            "system_delta": numastat_delta(rec_numastat_before, after),
@@ -193,7 +209,7 @@ def execute(spec, binary, record_path):
     stdout = (rundir / "stdout").read_text(errors="replace")
     rec["npb"] = npb_output.parse(stdout)
     if timed_out:
-        return finish("timeout", f"killed after {runcfg.get('timeout', 3600)} s")
+        return finish("timeout", f"killed after {timeout:g} s")
     if rec["npb"]["complete"] and not rec["npb"]["verified"]:
         return finish("unverified", f"NPB verification UNSUCCESSFUL (exit status {rc})")
     if rc != 0:

@@ -3,6 +3,10 @@
 from numaplace import cluster
 
 
+localrules:
+    plan_table,
+
+
 rule plan_table:
     output:
         PLAN,

@@ -20,9 +20,11 @@ rule measure:
     resources:
         machine=1,
         exclusive=1,
+        slurm_extra="--exclusive",
         cpus_per_task=lambda wc: cluster.node_cpus(STUDY),
         runtime=lambda wc: cluster.measure_runtime(STUDY, _RUNS[wc.run]),
         mem_mb=lambda wc: cluster.measure_mem_mb(STUDY, _RUNS[wc.run]),
         **cluster.queue_resources(STUDY),
     shell:
-        "{NUMAPLACE} run --spec {params.spec:q} --binary {input.binary:q} --record {output:q}"
+        # the job's walltime lets the runner time out (and record it) before the scheduler kills it
+        "NUMAPLACE_WALLTIME_MIN={resources.runtime} {NUMAPLACE} run --spec {params.spec:q} --binary {input.binary:q} --record {output:q}"

@@ -1,0 +1,100 @@
+"""Helpers of the cluster tests (tests/test_slurm.py, tests/test_pbs.py): a copy of the
+workflow to run in, Snakemake through a profile, the records, and one local Slurm for
+the whole pytest session, whichever test module asks for it first."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import slurm_local  # noqa: E402
+
+PARTS = ("Snakefile", "config", "workflow", "npb", "profiles")
+
+
+def _ignore(directory, names):
+    # build products of npb/src (object dirs build.<class>.<init>, binaries) stay behind
+    return [n for n in names if n in ("__pycache__", ".snakemake") or n.endswith(".x")
+            or (n.startswith("build.") and os.path.isdir(os.path.join(directory, n)))]
+
+
+def copy_workflow(repo, dest):
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PARTS:
+        src = repo / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=_ignore)
+        else:
+            shutil.copy(src, dest / name)
+    return dest
+
+
+def snakemake(wf, *args, timeout=600):
+    """Run Snakemake in wf; returns (CompletedProcess, seconds). Fails the test with the
+    log tail when Snakemake fails."""
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=wf, capture_output=True,
+                       text=True, timeout=timeout)
+    seconds = time.monotonic() - t0
+    if r.returncode != 0:
+        pytest.fail(f"snakemake {' '.join(args)} failed (exit {r.returncode}) after {seconds:.0f} s\n"
+                    + r.stdout[-4000:] + "\n" + r.stderr[-6000:])
+    return r, seconds
+
+
+def records(wf, study):
+    return {p.parent.name: json.loads(p.read_text())
+            for p in (wf / "results" / study / "runs").glob("*/record.json")}
+
+
+def plan_ids(wf, study):
+    lines = (wf / "results" / study / "plan.tsv").read_text().splitlines()
+    return [line.split("\t")[0] for line in lines[1:]]
+
+
+def scontrol_job(job_id):
+    """`scontrol show job -o` as a dict (the test cluster keeps ended jobs for an hour)."""
+    out = subprocess.run(["scontrol", "show", "job", "-o", str(job_id)], capture_output=True,
+                         text=True).stdout
+    return dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+
+
+class _Shared:
+    """One Slurm per pytest session: started by the first module that asks, stopped
+    (by PID, only if we started it) when the last one lets go."""
+    users = 0
+    info = None
+    error = None
+
+
+def acquire():
+    """The running test cluster's facts, or pytest.skip with the reason."""
+    why = slurm_local.missing()
+    if why:
+        pytest.skip(f"no local Slurm: {why}")
+    if _Shared.error:
+        pytest.skip(_Shared.error)
+    if _Shared.info is None:
+        try:
+            _Shared.info = slurm_local.start(log=lambda m: print(f"[slurm_local] {m}"))
+        except (RuntimeError, subprocess.CalledProcessError, OSError) as e:
+            # the packages are there but the daemons would not come up: that is a failure
+            _Shared.error = f"local Slurm did not start: {e}"
+            pytest.fail(_Shared.error)
+    _Shared.users += 1
+    return _Shared.info
+
+
+def release():
+    _Shared.users -= 1
+    if _Shared.users == 0 and _Shared.info is not None:
+        if not _Shared.info.get("reused"):
+            slurm_local.stop(log=lambda m: print(f"[slurm_local] {m}"))
+        _Shared.info = None

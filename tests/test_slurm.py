@@ -1,0 +1,156 @@
+"""Integration: the quick study through profiles/slurm (snakemake-executor-plugin-slurm)
+on a real one-node Slurm started here (tests/cluster/slurm_local.py).
+
+Checks that every measured run was its own Slurm job holding the whole node exclusively
+(every CPU in the job step's cpuset, so the run could pin anywhere), with the walltime
+and memory numaplace.cluster derives from kernel/class, that each record names its
+Slurm job and node, that builds are ordinary one-CPU jobs, that the report was built,
+and that grouping puts several runs back to back into one allocation.
+Skips (with the reason) without root or without Debian's slurm-wlm + munge.
+Run it under the benchmark lock on a shared machine:
+  flock /tmp/numaplace-bench.lock python3 -m pytest tests/test_slurm.py
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
+import common  # noqa: E402
+
+from numaplace import cluster  # noqa: E402
+from numaplace.topology import parse_cpulist  # noqa: E402
+
+pytest.importorskip("snakemake_executor_plugin_slurm", reason="snakemake-executor-plugin-slurm not installed")
+
+STUDY = "config/studies/quick.yaml"
+SLURM_ARGS = ("--profile", "profiles/slurm", "--configfile", STUDY,
+              # first status poll after 5 s (default 40 s); squeue stays trusted because
+              # the test cluster keeps ended jobs for an hour (MinJobAge)
+              "--slurm-init-seconds-before-status-checks", "5", "--latency-wait", "5")
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    info = common.acquire()
+    yield info
+    common.release()
+
+
+@pytest.fixture(scope="module")
+def quick(slurm, repo, tmp_path_factory):
+    wf = common.copy_workflow(repo, tmp_path_factory.mktemp("slurm-quick"))
+    r, seconds = common.snakemake(wf, *SLURM_ARGS, timeout=900)
+    print(f"quick study through profiles/slurm: {seconds:.0f} s")
+    return wf, r.stdout + r.stderr, seconds
+
+
+def submitted(log):
+    """{slurm job id: (kind, name)} from the plugin's 'submitted with SLURM jobid' lines."""
+    out = {}
+    for m in re.finditer(r"submitted with SLURM jobid (\d+) \(log: \S*/(rule|group)_([^/]+)/", log):
+        out[m.group(1)] = (m.group(2), m.group(3))
+    return out
+
+
+def allowed_cpus(rec):
+    """The CPUs the run's threads were allowed on (union of their Cpus_allowed_list)."""
+    threads = (rec.get("captures") or {}).get("threads") or {}
+    return {c for t in threads.values() if t.get("allowed") for c in parse_cpulist(t["allowed"])}
+
+
+def test_every_run_is_its_own_exclusive_whole_node_job(quick, slurm):
+    wf, log, _ = quick
+    recs = common.records(wf, "quick")
+    assert sorted(recs) == sorted(common.plan_ids(wf, "quick")) and len(recs) >= 10
+    job_ids = [r.get("slurm_job_id") for r in recs.values()]
+    assert all(job_ids) and len(set(job_ids)) == len(recs), job_ids     # one job per run
+    node_cpus = parse_cpulist(f"0-{slurm['cpus'] - 1}")
+    for rid, r in recs.items():
+        assert r["status"] == "ok" and r["npb"]["verified"], (rid, r["reason"])
+        assert r["slurmd_nodename"] == slurm["node"]
+        job = common.scontrol_job(r["slurm_job_id"])
+        assert rid in job["Comment"]                   # the plugin names the rule's wildcards
+        assert int(job["NumCPUs"]) == slurm["cpus"], (rid, job["NumCPUs"])
+        assert job["OverSubscribe"] == "NO", (rid, "not exclusive")
+        minutes = cluster.run_runtime_minutes(r["bench"], r["class"], r["placement"]["threads"],
+                                              cluster.ClusterSettings(slurm["cpus"]))
+        assert job["TimeLimit"] == cluster.walltime(minutes), (rid, job["TimeLimit"])
+        mem = cluster.run_mem_mb(r["bench"], r["class"], cluster.ClusterSettings(slurm["cpus"]))
+        assert job["MinMemoryNode"] == f"{mem}M", (rid, job["MinMemoryNode"])
+        # the threads got exactly the placement's CPUs: a job step holding fewer CPUs
+        # would have cut the mask down (taskset/numactl intersect it with the cpuset)
+        cpus = set(parse_cpulist(r["placement"]["cpus"]))
+        seen = allowed_cpus(r)
+        assert seen <= cpus, (rid, seen)
+        if seen and r["placement"]["binding"] == "process":
+            assert seen == cpus, (rid, seen)
+        assert r["fidelity"]["threads"]["verdict"] in ("ok", "unknown"), (rid, r["fidelity"]["threads"])
+    whole = [rid for rid, r in recs.items() if r["placement"]["binding"] == "process"
+             and parse_cpulist(r["placement"]["cpus"]) == node_cpus and allowed_cpus(r)]
+    if whole:   # runs whose threads were allowed on every CPU of the node
+        assert all(allowed_cpus(recs[rid]) == set(node_cpus) for rid in whole), whole
+    else:   # a node with more CPUs than the quick study uses: pin one run to the last CPU
+        last = node_cpus[-1]
+        (wf / "edge.yaml").write_text(
+            "study: edge\nplatform: auto\nbenchmarks: [cg]\nclasses: [S]\nvariants: [default]\n"
+            "repetitions: 1\nlauncher: numactl\nexperiments:\n  - name: last-cpu\n"
+            f"    binding: [threads]\n    placements:\n      - {{cpus: \"{last}\"}}\n")
+        common.snakemake(wf, *SLURM_ARGS[:2], "--configfile", "edge.yaml", *SLURM_ARGS[4:], "runs")
+        (edge,) = common.records(wf, "edge").values()
+        assert edge["status"] == "ok" and allowed_cpus(edge) == {str(last)}, edge.get("captures")
+
+
+def test_builds_are_ordinary_jobs(quick, slurm):
+    wf, log, _ = quick
+    builds = [j for j, (kind, name) in submitted(log).items() if name == "npb_build"]
+    assert len(builds) == 4, submitted(log)
+    for j in builds:
+        job = common.scontrol_job(j)
+        assert job["JobState"] == "COMPLETED" and int(job["NumCPUs"]) == 1
+        assert job["OverSubscribe"] != "NO"
+        assert job["TimeLimit"] == cluster.walltime(cluster.BUILD_RUNTIME_MIN)
+
+
+def test_report_was_built_and_nothing_is_left_to_do(quick):
+    wf, log, _ = quick
+    snakefile = (wf / "Snakefile").read_text()
+    r, _ = common.snakemake(wf, *SLURM_ARGS, "-n")
+    assert "Nothing to be done" in r.stdout + r.stderr
+    if not re.search(r"^rule report\b", snakefile, re.M):
+        pytest.skip("the Snakefile has no report rule yet")
+    # the default target includes the report: built (locally: localrules) from the records
+    made = list((wf / "report" / "quick").glob("*.html")) + list((wf / "report" / "quick").glob("*.md"))
+    assert len(made) >= 2 and all(p.stat().st_size > 0 for p in made), made
+
+
+def test_grouped_runs_share_one_allocation_back_to_back(quick, slurm):
+    """--groups measure=runs --group-components runs=4: four runs, one Slurm job, one
+    after the other, walltime the sum of theirs."""
+    wf, _, _ = quick
+    before = common.records(wf, "quick")
+    again = sorted(before)[:4]
+    for rid in again:                                  # the records are write-protected
+        subprocess.run(["rm", "-rf", str(wf / "results/quick/runs" / rid)], check=True)
+    r, seconds = common.snakemake(wf, *SLURM_ARGS, "--groups", "measure=runs",
+                                  "--group-components", "runs=4")
+    print(f"4 runs grouped into one Slurm job: {seconds:.0f} s")
+    recs = common.records(wf, "quick")
+    jobs = {recs[rid]["slurm_job_id"] for rid in again}
+    assert len(jobs) == 1 and jobs.isdisjoint({before[rid]["slurm_job_id"] for rid in before}), jobs
+    spans = sorted((datetime.fromisoformat(recs[rid]["started"]), datetime.fromisoformat(recs[rid]["ended"]))
+                   for rid in again)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans     # never two at once
+    job = common.scontrol_job(jobs.pop())
+    settings = cluster.ClusterSettings(slurm["cpus"])
+    total = sum(cluster.run_runtime_minutes(recs[rid]["bench"], recs[rid]["class"],
+                                            recs[rid]["placement"]["threads"], settings) for rid in again)
+    assert job["TimeLimit"] == cluster.walltime(total)
+    assert int(job["NumCPUs"]) == slurm["cpus"] and job["OverSubscribe"] == "NO"
+    for rid in again:
+        assert recs[rid]["status"] == "ok", (rid, recs[rid]["reason"])
