@@ -51,3 +51,41 @@ def npb_build(tmp_path_factory):
         return built[key]
 
     return _build
+
+
+# -- a private copy of the workflow to run Snakemake in ---------------------------------
+WORKFLOW_PARTS = ("Snakefile", "config", "workflow", "npb", "profiles")
+
+
+def _ignore_build_products(directory, names):
+    # build products of npb/src (object dirs build.<class>.<init>, binaries) stay behind
+    return [n for n in names if n in ("__pycache__", ".snakemake") or n.endswith(".x")
+            or (n.startswith("build.") and Path(directory, n).is_dir())]
+
+
+def copy_workflow(repo, dest):
+    """Copy what a user checks out (not results/ or report/) into dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_PARTS:
+        src = repo / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=_ignore_build_products)
+        else:
+            shutil.copy(src, dest / name)
+    return dest
+
+
+def run_snakemake(wf, *args, check=True, timeout=1800):
+    """snakemake *args in wf; .out holds stdout+stderr; fails with the log tail."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=wf, capture_output=True,
+                       text=True, timeout=timeout)
+    r.out = r.stdout + r.stderr
+    if check and r.returncode != 0:
+        pytest.fail(f"snakemake {' '.join(args)} failed (exit {r.returncode})\n{r.out[-6000:]}")
+    return r
+
+
+def read_records(wf, study):
+    return {p.parent.name: json.loads(p.read_text())
+            for p in (wf / "results" / study / "runs").glob("*/record.json")}

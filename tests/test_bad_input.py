@@ -3,13 +3,12 @@ names the file, the entry and the problem; results already on disk stay untouche
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 import yaml
 
 from numaplace import ConfigError
-from numaplace.study import Study, load_study_file
+from numaplace.study import load_study_file
 
 BASE = {"study": "bad", "platform": "x4600", "repetitions": 1,
         "experiments": [{"name": "e", "placements": [{"cpus": "0-1"}]}]}

@@ -1,6 +1,4 @@
 """envs/*.yaml (conda) and requirements.txt (pip) pin the same Python packages."""
-import re
-
 import yaml
 
 

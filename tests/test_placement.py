@@ -3,8 +3,7 @@ import pytest
 
 from numaplace import ConfigError
 from numaplace.launch import command
-from numaplace.placement import Memory, expand_experiment, finish, node_choices
-from numaplace.study import Study
+from numaplace.placement import expand_experiment, node_choices
 from numaplace.topology import format_cpulist, load_platform, parse_cpulist
 
 

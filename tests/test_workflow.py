@@ -1,9 +1,7 @@
 """The study workflow end to end on this machine: builds, measured runs under real
 numactl/taskset, captures in the records, failures recorded as data, interruptions."""
-import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -11,38 +9,16 @@ import time
 
 import pytest
 import yaml
+from conftest import copy_workflow, read_records, run_snakemake
 
-PARTS = ("Snakefile", "config", "workflow", "npb", "profiles")
-
-
-def _ignore(directory, names):
-    # build products of npb/src (object dirs build.<class>.<init>, binaries) stay behind
-    return [n for n in names if n in ("__pycache__", ".snakemake") or n.endswith(".x")
-            or (n.startswith("build.") and os.path.isdir(os.path.join(directory, n)))]
-
-
-def copy_workflow(repo, dest):
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in PARTS:
-        src = repo / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=_ignore)
-        else:
-            shutil.copy(src, dest / name)
-    return dest
 
 
 def snakemake(wf, *args, check=True):
-    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
-                       cwd=wf, capture_output=True, text=True, timeout=1200)
-    if check and r.returncode != 0:
-        raise AssertionError(r.stdout[-3000:] + r.stderr[-3000:])
-    return r
+    return run_snakemake(wf, "--cores", "2", *args, check=check)
 
 
 def records(wf, study):
-    return {p.parent.name: json.loads(p.read_text())
-            for p in (wf / "results" / study / "runs").glob("*/record.json")}
+    return read_records(wf, study)
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,6 @@ workflow to run in, Snakemake through a profile, the records, and one local Slur
 the whole pytest session, whichever test module asks for it first."""
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
 import sys
 import time
@@ -15,26 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import slurm_local  # noqa: E402
-
-PARTS = ("Snakefile", "config", "workflow", "npb", "profiles")
-
-
-def _ignore(directory, names):
-    # build products of npb/src (object dirs build.<class>.<init>, binaries) stay behind
-    return [n for n in names if n in ("__pycache__", ".snakemake") or n.endswith(".x")
-            or (n.startswith("build.") and os.path.isdir(os.path.join(directory, n)))]
-
-
-def copy_workflow(repo, dest):
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in PARTS:
-        src = repo / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=_ignore)
-        else:
-            shutil.copy(src, dest / name)
-    return dest
-
+from conftest import copy_workflow, read_records as records  # noqa: E402,F401
 
 def snakemake(wf, *args, timeout=600):
     """Run Snakemake in wf; returns (CompletedProcess, seconds). Fails the test with the
@@ -47,11 +25,6 @@ def snakemake(wf, *args, timeout=600):
         pytest.fail(f"snakemake {' '.join(args)} failed (exit {r.returncode}) after {seconds:.0f} s\n"
                     + r.stdout[-4000:] + "\n" + r.stderr[-6000:])
     return r, seconds
-
-
-def records(wf, study):
-    return {p.parent.name: json.loads(p.read_text())
-            for p in (wf / "results" / study / "runs").glob("*/record.json")}
 
 
 def plan_ids(wf, study):

@@ -1,0 +1,188 @@
+"""Aggregation of run records into tables, checked by hand on the fixture study
+(tests/fixtures/records/make_fixtures.py describes every record and value)."""
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from numaplace import aggregate
+from numaplace.aggregate import build_tables, mann_whitney_p, read_tables, write_tables
+
+FIXTURE = Path(__file__).parent / "fixtures" / "records" / "results" / "fixture"
+PLAN = FIXTURE / "plan.tsv"
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return build_tables(FIXTURE, PLAN)
+
+
+def group(summary, variant, threads, placement):
+    g = summary[(summary["bench"] == "cg") & (summary["variant"] == variant) &
+                (summary["threads"] == threads) & (summary["placement"] == placement)]
+    assert len(g) == 1, (variant, threads, placement)
+    return g.iloc[0]
+
+
+def test_runs_table_counts_every_record_and_attempt(tables):
+    runs = tables["runs"]
+    on_disk = list(FIXTURE.glob("runs/**/record.json"))
+    assert len(runs) == len(on_disk) == 20
+    attempt = runs[~runs["current"]]
+    assert list(attempt["run_id"]) == ["cg.A.default.c0-3_loc_p_nc.r2"]
+    assert attempt.iloc[0]["status"] == "timeout" and attempt.iloc[0]["attempt"] == 1
+    # the current record of that run is its second attempt
+    cur = runs[(runs["run_id"] == "cg.A.default.c0-3_loc_p_nc.r2") & runs["current"]].iloc[0]
+    assert cur["attempt"] == 2 and cur["status"] == "ok" and cur["npb_time_s"] == 5.2
+    assert set(runs["status"]) == {"ok", "failed", "unverified", "timeout", "placement-failed"}
+    # human labels, never ids
+    assert "2 on 1 · interleave 0-1" in set(runs["placement"])
+    assert "cpus 0 · pinned threads" in set(runs["placement"])
+    assert {"npb_time_s", "mops", "verification", "wall_s", "fidelity", "variant", "class",
+            "threads", "peak_data_bytes_node0", "peak_data_pages_node1"} <= set(runs.columns)
+
+
+def test_runs_table_peak_pages_from_numa_maps(tables):
+    runs = tables["runs"].set_index(["run_id", "attempt"])
+    r1 = runs.loc[("cg.A.default.c0-3_loc_p_nc.r1", 1)]
+    # hugetlb pages count as pages of their own size; file mappings are not data
+    assert (r1["peak_data_pages_node0"], r1["peak_data_pages_node1"]) == (1002, 1203)
+    assert (r1["peak_data_bytes_node0"], r1["peak_data_bytes_node1"]) == (8290304, 4927488)
+    assert r1["peak_data_pages"] == 2205
+    f1 = runs.loc[("cg.A.default.c0-3_mb0_p_nc.r1", 1)]
+    assert pd.isna(f1["peak_data_pages"]) and f1["peak_data_bytes"] == 1048576   # no peak.txt
+    pf = runs.loc[("mg.A.default.c0-1_loc_p_nc.r1", 1)]
+    assert pd.isna(pf["peak_data_bytes"]) and pd.isna(pf["npb_time_s"])
+
+
+def test_summary_statistics_by_hand(tables):
+    s = tables["summary"]
+    a = group(s, "default", 2, "2 on 0")                       # 10, 11, 12
+    assert (a["n"], a["n_failed"], a["n_records"]) == (3, 0, 3)
+    assert (a["time_min_s"], a["time_median_s"], a["time_mean_s"], a["time_max_s"]) == (10, 11, 11, 12)
+    assert a["time_std_s"] == pytest.approx(1.0)
+    assert a["time_cv"] == pytest.approx(1 / 11)
+
+    b = group(s, "default", 2, "1/1 on 0,1")                   # 8, 9.5, 8.5 + a failed run
+    assert (b["n"], b["n_failed"], b["n_planned"], b["n_missing"]) == (3, 1, 5, 1)
+    assert b["failed_statuses"] == "failed:1"
+    assert b["time_median_s"] == 8.5
+    assert b["time_mean_s"] == pytest.approx(26 / 3)
+    assert b["time_std_s"] == pytest.approx(math.sqrt(7 / 12))
+    assert b["time_cv"] == pytest.approx(math.sqrt(7 / 12) / (26 / 3))
+
+    c = group(s, "default", 2, "2 on 1 · interleave 0-1")      # ok with drift + unverified
+    assert (c["n"], c["n_failed"], c["n_drift"]) == (1, 1, 1)
+    assert c["failed_statuses"] == "unverified:1"
+    assert c["time_median_s"] == 14 and pd.isna(c["time_std_s"]) and pd.isna(c["time_cv"])
+
+    e = group(s, "default", 4, "2/2 on 0,1")                   # 5.0, 5.2, 5.1 + set-aside timeout
+    assert (e["n"], e["n_failed"], e["n_set_aside"], e["n_records"]) == (3, 1, 1, 4)
+    assert e["time_median_s"] == 5.1 and e["time_std_s"] == pytest.approx(0.1)
+    assert e["time_cv"] == pytest.approx(0.1 / 5.1)
+
+    si = group(s, "serial-init", 4, "2/2 on 0,1")              # 30, 34
+    assert si["time_std_s"] == pytest.approx(math.sqrt(8))
+
+    mg = s[s["bench"] == "mg"].iloc[0]                         # placement-failed only
+    assert (mg["n"], mg["n_failed"], mg["failed_statuses"]) == (0, 1, "placement-failed:1")
+    assert pd.isna(mg["time_median_s"])
+
+
+def test_best_worst_choice_and_noise(tables):
+    bw = tables["best_worst"].set_index(["variant", "threads"])
+    t2 = bw.loc[("default", 2)]
+    assert t2["best_placement"] == "1/1 on 0,1" and t2["worst_placement"] == "2 on 1 · interleave 0-1"
+    assert t2["improvement_pct"] == pytest.approx(100 * (14 - 8.5) / 14)
+    assert t2["speedup"] == pytest.approx(14 / 8.5)
+    assert t2["differs"] == "unknown"            # the worst has a single ok run
+    assert bool(t2["rests_on_drift"]) is True and t2["worst_n_drift"] == 1
+
+    t4 = bw.loc[("default", 4)]
+    assert (t4["best_placement"], t4["worst_placement"]) == ("2/2 on 0,1", "2/2 on 0,1 · membind 0")
+    assert t4["improvement_pct"] == pytest.approx(100 * (6.5 - 5.1) / 6.5)
+    assert t4["differs"] == "yes" and not t4["ranges_overlap"]          # [5.0, 5.2] vs [6, 7]
+    assert t4["mwu_p"] == pytest.approx(0.1)     # 3 vs 3, fully separated: 2/20
+    assert bool(t4["rests_on_drift"]) is False
+
+    t1 = bw.loc[("default", 1)]                  # a single run: best is worst
+    assert t1["best_placement_id"] == t1["worst_placement_id"] and t1["differs"] == "n/a"
+    assert t1["improvement_pct"] == 0
+    assert ("mg" not in set(tables["best_worst"]["bench"]))   # no ok run at all
+
+
+def test_mann_whitney_exact_values():
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(2 / 20)
+    assert mann_whitney_p(range(1, 6), range(6, 11)) == pytest.approx(2 / 252)
+    assert mann_whitney_p([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
+    # 1 vs 2 swapped once: U = 1 of 9; |U - 4.5| >= 3.5 in 2·(U<=1) = 2·2 of 20 splits
+    assert mann_whitney_p([1, 2, 4], [3, 5, 6]) == pytest.approx(4 / 20)
+    big = mann_whitney_p(range(0, 20), range(20, 40))          # normal approximation
+    assert 0 < big < 1e-6
+
+
+def test_numa_pages_per_run_and_group(tables):
+    np_ = tables["numa_pages"]
+    run = np_[(np_["level"] == "run") & (np_["run_id"] == "cg.A.default.c0-3_loc_p_nc.r1")].set_index("node")
+    assert list(run["pages"]) == [1002, 1203]
+    assert run.loc[0, "gib"] == pytest.approx(8290304 / 2 ** 30)
+    assert run["share"].sum() == pytest.approx(1)
+    grp = np_[(np_["level"] == "group") & (np_["placement"] == "2/2 on 0,1") &
+              (np_["variant"] == "default")].set_index("node")
+    # medians over the three ok runs (the set-aside timeout is not in them)
+    assert list(grp["pages"]) == [1100, 1203]
+    assert list(grp["bytes"]) == [6144000, 4927488]
+    assert set(grp["n_runs"]) == {3}
+
+
+def test_numastat_system_wide_deltas(tables):
+    ns = tables["numastat"]
+    assert set(ns["scope"]) == {"system-wide"}
+    assert set(aggregate.NUMASTAT_COUNTERS) <= set(ns.columns)
+    r = ns[(ns["level"] == "run") & (ns["run_id"] == "cg.A.default.c0-3_loc_p_nc.r1")].set_index("node")
+    assert (r.loc[0, "numa_hit"], r.loc[1, "numa_hit"], r.loc[1, "other_node"]) == (3001, 2001, 100)
+    g = ns[(ns["level"] == "group") & (ns["placement"] == "2/2 on 0,1") &
+           (ns["variant"] == "default")].set_index("node")
+    assert g.loc[0, "numa_hit"] == 3002 and g.loc[1, "local_node"] == 1902
+
+
+def test_tables_round_trip_through_csv(tmp_path):
+    paths = write_tables(FIXTURE, tmp_path / "tables", PLAN)
+    assert set(paths) == set(aggregate.TABLES)
+    back = read_tables(tmp_path / "tables")
+    assert back["best_worst"]["differs"].tolist().count("n/a") == 2     # "n/a" is a value
+    assert back["summary"]["class"].tolist()[0] == "A"
+    for name, path in paths.items():
+        assert path.stat().st_size > 0, name
+
+
+def test_partial_study_without_plan_and_single_run(tmp_path):
+    # one record, no plan: every table still builds
+    src = FIXTURE / "runs" / "cg.A.default.c0_loc_t_nc.r1"
+    shutil.copytree(src, tmp_path / "runs" / src.name)
+    t = build_tables(tmp_path)
+    assert len(t["runs"]) == 1 and len(t["summary"]) == 1 and len(t["best_worst"]) == 1
+    s = t["summary"].iloc[0]
+    assert s["n"] == 1 and pd.isna(s["n_planned"]) and s["time_median_s"] == 20
+    assert t["best_worst"].iloc[0]["differs"] == "n/a"
+
+
+def test_empty_study(tmp_path):
+    (tmp_path / "runs").mkdir()
+    t = build_tables(tmp_path, PLAN)
+    assert len(t["runs"]) == 0 and len(t["best_worst"]) == 0
+    # the plan's placements are there, with nothing measured
+    assert len(t["summary"]) == 8 and t["summary"]["n"].sum() == 0
+    assert t["summary"]["n_missing"].sum() == 20      # every planned run
+
+
+def test_unreadable_record_is_skipped(tmp_path):
+    shutil.copytree(FIXTURE / "runs", tmp_path / "runs")
+    (tmp_path / "runs" / "broken.r1").mkdir()
+    (tmp_path / "runs" / "broken.r1" / "record.json").write_text("{not json")
+    t = build_tables(tmp_path)
+    assert len(t["runs"]) == 20
+    assert json.loads((FIXTURE / "runs" / "cg.A.default.c0_loc_t_nc.r1" / "record.json").read_text())

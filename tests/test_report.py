@@ -1,0 +1,287 @@
+"""Figures, summary.md and the HTML report: from the fixture records (fast) and from a
+real class S study that the workflow runs in a temporary copy of the repository;
+regenerating the report runs no benchmark; the report renders in headless Chromium."""
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import copy_workflow, run_snakemake
+from numaplace import aggregate, plots, report
+
+FIXTURE = Path(__file__).parent / "fixtures" / "records" / "results" / "fixture"
+QUICK = "config/studies/quick.yaml"
+REPORT_JOBS = {"aggregate_tables", "plot_figures", "write_summary", "report_html", "report"}
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+# -- helpers -----------------------------------------------------------------------
+
+def snakemake(wf, *args, cores=2, check=True):
+    return run_snakemake(wf, "--cores", str(cores), *args, check=check)
+
+
+def job_stats(output):
+    """{rule: count} from the "Job stats" table snakemake prints (empty: nothing to do)."""
+    m = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", output, re.S)
+    if not m:
+        assert "Nothing to be done" in output, output[-3000:]
+        return {}
+    return {line.split()[0]: int(line.split()[1]) for line in m.group(1).splitlines() if line.strip()}
+
+
+def check_figures(figures_dir, manifest):
+    assert len(manifest), "no figure written"
+    for _, row in manifest.iterrows():
+        svg, png = Path(figures_dir, row["svg"]), Path(figures_dir, row["png"])
+        assert svg.stat().st_size > 1000 and b"<svg" in svg.read_bytes()[:2000], svg
+        assert png.stat().st_size > 1000 and png.read_bytes()[:8] == PNG, png
+    on_disk = {p.relative_to(figures_dir).as_posix() for p in Path(figures_dir).glob("*/*.*")
+               if not p.name.startswith(".")}      # Snakemake marks directory outputs
+    assert on_disk == set(manifest["svg"]) | set(manifest["png"])
+
+
+def record_mtimes(wf, study):
+    return {p: p.stat().st_mtime_ns for p in (wf / "results" / study / "runs").glob("**/record.json")}
+
+
+# -- from the fixture records --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fixture_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fixture-report")
+    tables_dir, figures_dir = out / "results" / "tables", out / "report" / "figures"
+    aggregate.write_tables(FIXTURE, tables_dir, FIXTURE / "plan.tsv")
+    manifest = plots.make_figures(aggregate.read_tables(tables_dir), figures_dir)
+    summary = out / "report" / "summary.md"
+    report.write_summary(tables_dir, figures_dir, summary, "fixture", "hand-made records",
+                         FIXTURE / "plan.tsv")
+    return out, manifest, summary
+
+
+def test_every_figure_from_fixture(fixture_report):
+    out, manifest, _ = fixture_report
+    check_figures(out / "report" / "figures", manifest)
+    counts = manifest["kind"].value_counts().to_dict()
+    # duration and pages: one per (bench, class, variant, threads) with data; best vs
+    # worst: per (bench, class, variant) with an ok run; serial-init: CG.A only
+    assert counts == {"duration": 5, "pages": 4, "best_worst": 2, "serial_init": 1, "variability": 3}
+    assert (out / "report" / "figures" / plots.MANIFEST).exists()
+    titles = " ".join(manifest["title"])
+    assert "CG class A · default · 2 threads" in titles
+
+
+def test_figures_survive_long_labels(tmp_path):
+    # 30 placements with long labels, in the style of a full X4600 study
+    labels = [f"2/2/2/2 on {i % 8},{(i + 1) % 8},{(i + 2) % 8},{(i + 3) % 8} · interleave 0-7 · pinned threads"
+              for i in range(30)]
+    rows = [{"bench": "cg", "class": "B", "variant": "default", "threads": 8, "placement_id": f"p{i}",
+             "placement": lab, "n": 5, "n_failed": i % 2, "n_missing": 0, "n_drift": 0,
+             "time_min_s": 60 + i, "time_median_s": 62 + i, "time_mean_s": 62 + i, "time_max_s": 65 + i,
+             "time_cv": 0.02} for i, lab in enumerate(labels)]
+    summary = pd.DataFrame(rows)
+    w = plots._Writer(tmp_path, {**plots.DEFAULTS})
+    plots._rc()
+    plots.duration_figures(summary, w)
+    plots.variability_figures(summary, w)
+    assert len(w.rows) == 2
+    for row in w.rows:
+        assert (tmp_path / row["png"]).stat().st_size > 10_000
+
+
+def test_summary_md_from_fixture(fixture_report):
+    out, manifest, summary = fixture_report
+    text = summary.read_text()
+    for heading in ("## Best and worst placement", "## Failed and unverified runs",
+                    "## Placement fidelity drift", "## Planned runs without a record", "## Figures"):
+        assert heading in text
+    best = text.split("## Best and worst placement")[1].split("##")[0]
+    assert "| CG | A | default | 2 | 1/1 on 0,1 | 8.50 | 3 | 2 on 1 · interleave 0-1 | 14.00 | 1 | 39.3% | unknown |  | yes |" in best
+    assert "| CG | A | default | 4 | 2/2 on 0,1 | 5.10 | 3 | 2/2 on 0,1 · membind 0 | 6.50 | 3 | 21.5% | yes | 0.1 |  |" in best
+    failed = text.split("## Failed and unverified runs")[1].split("##")[0]
+    for rid, status in (("cg.A.default.c0.2_loc_p_nc.r4", "failed"), ("cg.A.default.c2-3_il0-1_p_nc.r2", "unverified"),
+                        ("cg.A.default.c0-3_loc_p_nc.r2", "timeout"), ("mg.A.default.c0-1_loc_p_nc.r1", "placement-failed")):
+        assert rid in failed and f"| {status} |" in failed
+    assert "set aside" in failed
+    drift = text.split("## Placement fidelity drift")[1].split("##")[0]
+    assert "cg.A.default.c2-3_il0-1_p_nc.r1" in drift and "interleave over 2 nodes is uneven" in drift
+    assert "cg.A.default.c0.2_loc_p_nc.r5" in text.split("## Planned runs without a record")[1]
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
+    assert len(links) == len(manifest)
+    for link in links:
+        assert (summary.parent / link).stat().st_size > 0, link
+
+
+# -- a real study, run by the workflow ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def study(repo, tmp_path_factory):
+    wf = copy_workflow(repo, tmp_path_factory.mktemp("report-study"))
+    t0 = time.monotonic()
+    r = snakemake(wf, "--configfile", QUICK)
+    seconds = time.monotonic() - t0
+    print(f"quick study with report: {seconds:.1f} s")
+    return wf, r.stderr          # snakemake's log, in order
+
+
+def copy_of(study, tmp_path):
+    """A private copy of the finished study (metadata included) to change freely."""
+    wf, _ = study
+    dest = tmp_path / "wf"
+    shutil.copytree(wf, dest, symlinks=True)
+    return dest
+
+
+def test_all_builds_report_after_the_runs(study):
+    wf, log = study
+    plan = pd.read_csv(wf / "results/quick/plan.tsv", sep="\t")
+    runs = pd.read_csv(wf / "results/quick/tables/runs.csv")
+    assert len(runs) == len(plan) and set(runs["run_id"]) == set(plan["run_id"])
+    assert (runs["status"] == "ok").all()
+    assert set(runs["placement"]) == set(plan["placement"])          # human labels
+    # the tables were made after the last measured run, in the same invocation
+    measured = [m.start() for m in re.finditer(r"\n(local)?rule measure:", log)]
+    assert len(measured) == len(plan)
+    last_measure = max(measured)
+    assert log.index("localrule aggregate_tables:") > last_measure
+    for name in aggregate.TABLES:
+        assert (wf / "results/quick/tables" / f"{name}.csv").stat().st_size > 0
+    figures = wf / "report/quick/figures"
+    manifest = pd.read_csv(figures / plots.MANIFEST)
+    check_figures(figures, manifest)
+    summary = pd.read_csv(wf / "results/quick/tables/summary.csv")
+    cases = summary.groupby(["bench", "class", "variant", "threads"]).ngroups
+    kinds = manifest["kind"].value_counts()
+    assert kinds["duration"] == cases and kinds["variability"] == 4 and kinds["best_worst"] == 4
+    assert kinds["serial_init"] == 2 and kinds["pages"] >= 1
+    assert (wf / "report/quick/report.html").stat().st_size > 100_000
+    text = (wf / "report/quick/summary.md").read_text()
+    assert "## Best and worst placement" in text and "None: every record is ok." in text
+    # nothing left to do
+    assert job_stats(snakemake(wf, "-n", "--configfile", QUICK).out) == {}
+
+
+def test_report_regenerates_without_running_or_building(study, tmp_path):
+    wf = copy_of(study, tmp_path)
+    before = record_mtimes(wf, "quick")
+    shutil.rmtree(wf / "report")
+    shutil.rmtree(wf / "results" / "build")          # not even the binaries are needed
+    dry = snakemake(wf, "-n", "report", "--configfile", QUICK)
+    jobs = job_stats(dry.out)
+    assert "measure" not in jobs and "npb_build" not in jobs, jobs
+    assert set(jobs) == REPORT_JOBS, jobs
+    t0 = time.monotonic()
+    r = snakemake(wf, "report", "--configfile", QUICK, cores=1)
+    seconds = time.monotonic() - t0
+    out = r.out
+    assert "rule measure:" not in out and "rule npb_build:" not in out
+    assert set(job_stats(out)) == REPORT_JOBS
+    assert record_mtimes(wf, "quick") == before
+    assert (wf / "report/quick/report.html").stat().st_size > 100_000
+    check_figures(wf / "report/quick/figures", pd.read_csv(wf / "report/quick/figures" / plots.MANIFEST))
+    assert job_stats(snakemake(wf, "-n", "report", "--configfile", QUICK).out) == {}
+    print(f"report regenerated from existing records in {seconds:.1f} s")
+
+
+def test_report_never_reruns_runs_of_a_changed_study(study, tmp_path):
+    # the study's run settings changed since the records were made: `snakemake` would
+    # re-run them, the report target must not
+    wf = copy_of(study, tmp_path)
+    cfg = wf / QUICK
+    cfg.write_text(cfg.read_text() + "capture: {interval_max: 4.0}\n")
+    assert "measure" in job_stats(snakemake(wf, "-n", "--configfile", QUICK).out)
+    jobs = job_stats(snakemake(wf, "-n", "report", "--configfile", QUICK).out)
+    assert "measure" not in jobs and "npb_build" not in jobs, jobs
+
+
+def test_report_of_a_partial_study(study, tmp_path):
+    wf = copy_of(study, tmp_path)
+    gone = wf / "results/quick/runs/mg.S.default.c0-1_loc_p_nc.r1"
+    os.chmod(gone / "record.json", 0o644)
+    shutil.rmtree(gone)
+    jobs = job_stats(snakemake(wf, "-n", "report", "--configfile", QUICK).out)
+    assert "measure" not in jobs and "aggregate_tables" in jobs
+    snakemake(wf, "report", "--configfile", QUICK, cores=1)
+    assert not gone.exists()
+    summary = pd.read_csv(wf / "results/quick/tables/summary.csv")
+    g = summary[(summary["bench"] == "mg") & (summary["variant"] == "default") &
+                (summary["placement_id"] == "c0-1_loc_p_nc")].iloc[0]
+    assert (g["n"], g["n_planned"], g["n_missing"]) == (0, 1, 1)
+    text = (wf / "report/quick/summary.md").read_text()
+    assert "mg.S.default.c0-1_loc_p_nc.r1" in text.split("## Planned runs without a record")[1]
+
+
+# -- the HTML report in a browser ----------------------------------------------------
+
+FIGURES_IN_REPORT = """
+(async () => {
+  const out = [];
+  for (const [path, r] of Object.entries(results)) {
+    if (!r.mime_type.startsWith("image/")) continue;
+    app.setView({content: "img", contentPath: r.data_uri, resultPath: path});
+    let img = null;
+    for (let i = 0; i < 200; i++) {
+      img = Array.from(document.images).find(im => im.src === r.data_uri);
+      if (img && img.complete && img.naturalWidth > 0) break;
+      await new Promise(res => setTimeout(res, 25));
+    }
+    out.push([path, img ? img.naturalWidth : -1, img ? img.naturalHeight : -1]);
+  }
+  return out;
+})()
+"""
+
+IMAGES_LOADED = """
+Promise.all(Array.from(document.images).map(
+  im => im.decode().then(() => [im.getAttribute("src"), im.naturalWidth], () => [im.getAttribute("src"), 0])))
+"""
+
+
+def test_report_in_browser(study, tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent / "browser"))
+    from cdp import Browser, find_chromium
+    if not find_chromium():
+        pytest.skip("chromium is not installed (apt-get install -y chromium): cannot open the report")
+    wf, _ = study
+    html = wf / "report/quick/report.html"
+    manifest = pd.read_csv(wf / "report/quick/figures" / plots.MANIFEST)
+    shots = Path(os.environ.get("NUMAPLACE_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    with Browser() as b:
+        page = b.open(html.as_uri())
+        page.wait_for("document.readyState === 'complete' && typeof app !== 'undefined'")
+        page.wait_for("document.body.innerText.includes('NUMA placement study')")
+        main = page.screenshot(shots / "report-main.png")
+        assert Path(main).stat().st_size > 10_000
+        text = page.evaluate("document.body.innerText")
+        for word in ("Workflow", "Statistics", "Figures", "Tables", "Summary"):
+            assert word in text
+        # every figure, shown by the report's own viewer, decodes to a real image
+        shown = page.evaluate(FIGURES_IN_REPORT, timeout=120)
+        assert len(shown) == len(manifest), (len(shown), len(manifest))
+        bad = [s for s in shown if s[1] <= 0 or s[2] <= 0]
+        assert not bad, bad
+        page.evaluate("app.setView({content: 'img', contentPath: results[Object.keys(results)"
+                      ".find(k => k.includes('best_worst/'))].data_uri})")
+        time.sleep(0.5)
+        page.screenshot(shots / "report-figure.png")
+        assert not page.console_errors(), page.console_errors()
+
+        # the summary's figures, in a plain page of our own
+        summary = wf / "report/quick/summary.md"
+        links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", summary.read_text())
+        assert len(links) == len(manifest)
+        own = tmp_path / "summary-figures.html"
+        own.write_text("<!doctype html><html><body>" + "".join(
+            f'<figure><img src="{(summary.parent / link).as_uri()}"><figcaption>{link}</figcaption></figure>'
+            for link in links) + "</body></html>")
+        page2 = b.open(own.as_uri())
+        page2.wait_for("document.readyState === 'complete'")
+        loaded = page2.evaluate(IMAGES_LOADED)
+        assert len(loaded) == len(links)
+        assert all(w > 0 for _, w in loaded), [src for src, w in loaded if w <= 0]

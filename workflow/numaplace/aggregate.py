@@ -1,0 +1,441 @@
+"""Run records → tidy tables: runs, summary, best_worst, numa_pages, numastat (CSV).
+
+Reads every record of a study on disk, set-aside attempts (runs/<id>/attempts/<n>/)
+included, and works for partial studies: missing, failed or single runs.
+
+Conventions (also in the report's captions):
+- Time is NPB's own "Time in seconds". Statistics per group (bench, class, variant,
+  threads, placement) are over the group's *current* ok records; every record that is
+  not ok counts in n_failed, set-aside attempts included. A set-aside ok record (the
+  user retried it on purpose) is counted in n_records only.
+- std is the sample standard deviation (ddof=1; empty for n < 2); cv = std / mean.
+- Best/worst per (bench, class, variant, threads): lowest/highest median time (ties:
+  higher/lower median Mop/s, then label). improvement_pct = 100·(worst − best)/worst,
+  the time saved by moving from the worst placement to the best; speedup = worst/best.
+- "Beyond run-to-run noise" (differs): yes when the best and worst min–max ranges do
+  not overlap, no when they do, unknown when either has fewer than 2 ok runs. With
+  ≥ 3 runs on both sides mwu_p also gives the exact two-sided Mann-Whitney U
+  (permutation) p-value; note that with 3 vs 3 runs p ≥ 0.1 whatever the data, and
+  non-overlapping ranges of 5 vs 5 runs give p = 0.008.
+- rests_on_drift: a run of the best or worst group had fidelity verdict drift.
+- numa_maps pages are the process's data pages at the peak footprint, as numa_maps
+  counts them (pages of kernelpagesize_kB each), from numa_maps.peak.txt next to the
+  record; bytes come from the record. numastat deltas are system-wide counters
+  (every process on the machine), kept apart and labelled so.
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import numa_maps
+from .placement import label_of
+from .records import iter_records
+
+GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
+CASE_KEYS = ["bench", "class", "variant", "threads"]
+NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
+TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat")
+GIB = 2 ** 30
+EXACT_MWU_MAX = 200_000          # splits enumerated for the exact p-value; above: normal approx.
+
+PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]
+
+
+def memory_label(p):
+    """As placement.Memory.label: "local" or "<policy> <nodes>"."""
+    return p["memory"] if p["memory"] == "local" else f"{p['memory']} {p.get('memory_nodes', '')}"
+
+
+# -- reading -----------------------------------------------------------------------
+
+def _attempt_of(path):
+    """runs/<id>/attempts/<n>/record.json → n; the current record → None."""
+    parts = Path(path).parts
+    if "attempts" in parts:
+        try:
+            return int(parts[parts.index("attempts") + 1])
+        except (ValueError, IndexError):
+            return 0
+    return None
+
+
+def peak_pages(rundir):
+    """Per-node data pages (numa_maps' own page counts) in numa_maps.peak.txt, or None."""
+    path = Path(rundir) / "numa_maps.peak.txt"
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    pages = {}
+    for m in numa_maps.parse(text):
+        is_data = m.is_data if hasattr(m, "is_data") else m.kind != "file"
+        if is_data:
+            for n, k in m.pages.items():
+                pages[n] = pages.get(n, 0) + k
+    return pages
+
+
+def _fidelity_reasons(fid):
+    if fid.get("reasons"):
+        return "; ".join(fid["reasons"])
+    parts = []
+    for aspect in ("threads", "memory"):
+        a = fid.get(aspect) or {}
+        if a.get("verdict") == "drift":
+            parts.append(f"{aspect}: " + ("; ".join(a.get("reasons", [])) or "drift"))
+    return "; ".join(parts) or fid.get("reason") or ""
+
+
+def record_row(rec):
+    """One row of runs.csv (+ per-node dicts under private keys) from a record."""
+    p = rec.get("placement") or {}
+    npb = rec.get("npb") or {}
+    fid = rec.get("fidelity") or {}
+    caps = rec.get("captures") or {}
+    peak = (caps.get("numa_maps") or {}).get("peak") or {}
+    peak_bytes = {int(n): int(b) for n, b in (peak.get("data_bytes") or {}).items()}
+    rundir = Path(rec["_path"]).parent if rec.get("_path") else None
+    pages = peak_pages(rundir) if rundir is not None and peak_bytes else None
+    topo_nodes = sorted(int(n) for n in ((rec.get("topology") or {}).get("nodes") or {}))
+    delta = (rec.get("numastat") or {}).get("system_delta") or {}
+    return {
+        "run_id": rec.get("run_id"),
+        "attempt": _attempt_of(rec["_path"]) if rec.get("_path") else None,
+        "current": not rec.get("_attempt", False),
+        "study": rec.get("study"),
+        "bench": rec.get("bench"), "class": rec.get("class"), "variant": rec.get("variant"),
+        "rep": rec.get("rep"),
+        "threads": int(p["threads"]) if p.get("threads") is not None else None,
+        "placement_id": p.get("id"),
+        "placement": label_of(p) if p else None,
+        "cpus": p.get("cpus"), "layout": p.get("layout"),
+        "memory": memory_label(p) if p.get("memory") else None,
+        "binding": p.get("binding"), "launcher": p.get("launcher"),
+        "status": rec.get("status"), "reason": rec.get("reason"),
+        "npb_time_s": npb.get("time_s"), "mops": npb.get("mops"),
+        "verification": npb.get("verification"), "npb_threads": npb.get("threads"),
+        "wall_s": rec.get("wall_s"), "exit_status": rec.get("exit_status"),
+        "fidelity": fid.get("verdict"),
+        "fidelity_threads": (fid.get("threads") or {}).get("verdict"),
+        "fidelity_memory": (fid.get("memory") or {}).get("verdict"),
+        "memory_share_on_allowed": (fid.get("memory") or {}).get("share_on_allowed"),
+        "fidelity_reasons": _fidelity_reasons(fid) if fid.get("verdict") == "drift" else "",
+        "host": rec.get("host"), "started": rec.get("started"),
+        "peak_data_bytes": sum(peak_bytes.values()) if peak_bytes else None,
+        "peak_data_pages": sum(pages.values()) if pages else None,
+        "record": rec.get("_path"),
+        "_nodes": topo_nodes,
+        "_peak_bytes": peak_bytes,
+        "_peak_pages": pages,
+        "_numastat": delta,
+    }
+
+
+def load_rows(results_dir):
+    """Every record of a study (set-aside attempts included) as row dicts."""
+    rows = [record_row(rec) for rec in iter_records(results_dir, attempts=True)]
+    # the current record is the latest attempt of its run: number it after the set-aside ones
+    last = {}
+    for r in rows:
+        if r["attempt"] is not None:
+            last[r["run_id"]] = max(last.get(r["run_id"], 0), r["attempt"])
+    for r in rows:
+        if r["attempt"] is None:
+            r["attempt"] = last.get(r["run_id"], 0) + 1
+    rows.sort(key=lambda r: (r["bench"] or "", r["class"] or "", r["variant"] or "",
+                             r["threads"] or 0, r["placement_id"] or "", r["rep"] or 0, r["attempt"]))
+    return rows
+
+
+def read_plan(path):
+    """plan.tsv → DataFrame, or None when there is none."""
+    if path is None or not Path(path).exists():
+        return None
+    plan = pd.read_csv(path, sep="\t", dtype={"class": str, "cpus": str, "run_id": str})
+    return plan if len(plan) else None
+
+
+# -- tables ------------------------------------------------------------------------
+
+def runs_table(rows):
+    """runs.csv: one row per record, per-node peak data bytes/pages as node<k> columns."""
+    nodes = sorted({n for r in rows for n in r["_nodes"]} |
+                   {n for r in rows for n in r["_peak_bytes"]} |
+                   {n for r in rows for n in (r["_peak_pages"] or {})})
+    out = []
+    for r in rows:
+        row = {k: v for k, v in r.items() if not k.startswith("_")}
+        for n in nodes:
+            has = bool(r["_peak_bytes"])
+            row[f"peak_data_bytes_node{n}"] = r["_peak_bytes"].get(n, 0) if has else None
+            row[f"peak_data_pages_node{n}"] = (r["_peak_pages"] or {}).get(n, 0) if r["_peak_pages"] is not None else None
+        out.append(row)
+    df = pd.DataFrame(out)
+    if df.empty:
+        df = pd.DataFrame(columns=[k for k in _empty_row() if not k.startswith("_")])
+    for c in ("threads", "rep", "attempt", "npb_threads", "exit_status", "peak_data_bytes", "peak_data_pages"):
+        if c in df:
+            df[c] = df[c].astype("Int64")
+    for c in df.columns:
+        if c.startswith("peak_data_"):
+            df[c] = df[c].astype("Int64")
+    return df
+
+
+def _empty_row():
+    return record_row({"_path": None})
+
+
+def _stats(times):
+    t = pd.Series(times, dtype=float).dropna()
+    n = len(t)
+    if n == 0:
+        return dict(time_min_s=np.nan, time_median_s=np.nan, time_mean_s=np.nan, time_max_s=np.nan,
+                    time_std_s=np.nan, time_cv=np.nan)
+    mean = t.mean()
+    std = t.std(ddof=1) if n > 1 else np.nan
+    return dict(time_min_s=t.min(), time_median_s=t.median(), time_mean_s=mean, time_max_s=t.max(),
+                time_std_s=std, time_cv=(std / mean) if n > 1 and mean > 0 else np.nan)
+
+
+def summary_table(runs, plan=None):
+    """summary.csv: statistics of NPB time per (bench, class, variant, threads, placement)."""
+    groups = {}
+    for r in runs.to_dict("records"):
+        key = tuple(r[k] for k in GROUP_KEYS)
+        groups.setdefault(key, {"rows": [], "desc": {c: r[c] for c in PLACEMENT_COLUMNS}})["rows"].append(r)
+    planned = {}
+    if plan is not None:
+        for r in plan.to_dict("records"):
+            key = (r["bench"], str(r["class"]), r["variant"], int(r["threads"]), r["placement_id"])
+            planned.setdefault(key, set()).add(r["run_id"])
+            if key not in groups:
+                groups[key] = {"rows": [], "desc": {c: r.get(c) for c in PLACEMENT_COLUMNS}}
+    out = []
+    for key, g in groups.items():
+        rows = g["rows"]
+        current = [r for r in rows if r["current"]]
+        ok = [r for r in current if r["status"] == "ok" and not _isnan(r["npb_time_s"])]
+        failed = [r for r in rows if r["status"] != "ok"]
+        statuses = {}
+        for r in failed:
+            statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+        row = dict(zip(GROUP_KEYS, key))
+        row.update(g["desc"])
+        n_planned = len(planned[key]) if key in planned else None
+        have = {r["run_id"] for r in current}
+        row.update(
+            n_planned=n_planned,
+            n_missing=len(planned[key] - have) if key in planned else None,
+            n_records=len(rows),
+            n=len(ok),
+            n_failed=len(failed),
+            failed_statuses=" ".join(f"{s}:{k}" for s, k in sorted(statuses.items())),
+            n_set_aside=sum(1 for r in rows if not r["current"]),
+            n_drift=sum(1 for r in ok if r["fidelity"] == "drift"),
+            **_stats([r["npb_time_s"] for r in ok]),
+            mops_median=float(np.median([r["mops"] for r in ok if not _isnan(r["mops"])]))
+            if any(not _isnan(r["mops"]) for r in ok) else np.nan,
+        )
+        out.append(row)
+    cols = GROUP_KEYS + PLACEMENT_COLUMNS + [
+        "n_planned", "n_missing", "n_records", "n", "n_failed", "failed_statuses", "n_set_aside",
+        "n_drift", "time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s",
+        "time_cv", "mops_median"]
+    df = pd.DataFrame(out, columns=cols)
+    for c in ("threads", "n_planned", "n_missing", "n_records", "n", "n_failed", "n_set_aside", "n_drift"):
+        df[c] = df[c].astype("Int64")
+    return df.sort_values(CASE_KEYS + ["time_median_s", "placement"], na_position="last",
+                          kind="stable").reset_index(drop=True)
+
+
+def _isnan(x):
+    return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
+
+
+def mann_whitney_p(a, b):
+    """Two-sided p-value of the Mann-Whitney U test of samples a and b: exact (every split
+    of the pooled values, mid-ranks for ties) when that is at most EXACT_MWU_MAX splits,
+    else the normal approximation with tie correction."""
+    a, b = [float(x) for x in a], [float(x) for x in b]
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        return float("nan")
+    pooled = a + b
+    ranks = pd.Series(pooled).rank(method="average").tolist()
+    mean_u = n1 * n2 / 2
+
+    def u_of(idx):
+        return sum(ranks[i] for i in idx) - n1 * (n1 + 1) / 2
+
+    observed = abs(u_of(range(n1)) - mean_u)
+    if math.comb(n1 + n2, n1) <= EXACT_MWU_MAX:
+        total = extreme = 0
+        for idx in itertools.combinations(range(n1 + n2), n1):
+            total += 1
+            if abs(u_of(idx) - mean_u) >= observed - 1e-9:
+                extreme += 1
+        return extreme / total
+    n = n1 + n2
+    ties = pd.Series(pooled).value_counts()
+    var = n1 * n2 / 12 * ((n + 1) - float(((ties ** 3 - ties).sum())) / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (observed - 0.5) / math.sqrt(var)
+    return math.erfc(max(z, 0) / math.sqrt(2))
+
+
+def best_worst_table(summary, runs):
+    """best_worst.csv: best and worst placement per (bench, class, variant, threads)."""
+    ok_times = {}
+    for r in runs.to_dict("records"):
+        if r["current"] and r["status"] == "ok" and not _isnan(r["npb_time_s"]):
+            ok_times.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(float(r["npb_time_s"]))
+    out = []
+    measured = summary[summary["n"] > 0]
+    for case, g in measured.groupby(CASE_KEYS, sort=True):
+        g = g.assign(_mops=g["mops_median"].fillna(-np.inf))
+        best = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True]).iloc[0]
+        worst = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[False, True, False]).iloc[0]
+        row = dict(zip(CASE_KEYS, case))
+        row["n_placements"] = len(g)
+        row["n_placements_planned"] = int((summary[CASE_KEYS] == pd.Series(case, index=CASE_KEYS)).all(axis=1).sum())
+        for side, s in (("best", best), ("worst", worst)):
+            row.update({f"{side}_placement": s["placement"], f"{side}_placement_id": s["placement_id"],
+                        f"{side}_n": int(s["n"]), f"{side}_median_s": s["time_median_s"],
+                        f"{side}_min_s": s["time_min_s"], f"{side}_max_s": s["time_max_s"],
+                        f"{side}_n_drift": int(s["n_drift"])})
+        b, w = best["time_median_s"], worst["time_median_s"]
+        row["improvement_pct"] = 100 * (w - b) / w if w > 0 else np.nan
+        row["speedup"] = w / b if b > 0 else np.nan
+        bt = ok_times.get(tuple(best[k] for k in GROUP_KEYS), [])
+        wt = ok_times.get(tuple(worst[k] for k in GROUP_KEYS), [])
+        if best["placement_id"] == worst["placement_id"]:
+            row["ranges_overlap"], row["differs"], row["mwu_p"] = pd.NA, "n/a", np.nan
+        else:
+            overlap = bool(best["time_max_s"] >= worst["time_min_s"])
+            row["ranges_overlap"] = overlap
+            row["differs"] = "unknown" if min(len(bt), len(wt)) < 2 else ("no" if overlap else "yes")
+            row["mwu_p"] = mann_whitney_p(bt, wt) if min(len(bt), len(wt)) >= 3 else np.nan
+        row["rests_on_drift"] = bool(best["n_drift"] or worst["n_drift"])
+        out.append(row)
+    cols = CASE_KEYS + ["n_placements", "n_placements_planned"] + [
+        f"{side}_{c}" for side in ("best", "worst")
+        for c in ("placement", "placement_id", "n", "median_s", "min_s", "max_s", "n_drift")] + [
+        "improvement_pct", "speedup", "ranges_overlap", "differs", "mwu_p", "rests_on_drift"]
+    df = pd.DataFrame(out, columns=cols)
+    df["threads"] = df["threads"].astype("Int64")
+    return df
+
+
+def _case_cols(r):
+    return {k: r[k] for k in ("bench", "class", "variant", "threads", "placement_id", "placement")}
+
+
+def numa_pages_table(rows):
+    """numa_pages.csv: per-node data pages at the peak footprint, per run (every record
+    with a numa_maps sample) and per group (median over the group's current ok runs)."""
+    out = []
+    by_group = {}
+    for r in rows:
+        if not r["_peak_bytes"]:
+            continue
+        nodes = sorted(set(r["_nodes"]) | set(r["_peak_bytes"]))
+        total = sum(r["_peak_bytes"].values())
+        for n in nodes:
+            b = r["_peak_bytes"].get(n, 0)
+            pages = (r["_peak_pages"] or {}).get(n, 0) if r["_peak_pages"] is not None else None
+            out.append({"level": "run", "run_id": r["run_id"], "attempt": r["attempt"],
+                        "status": r["status"], **_case_cols(r), "n_runs": 1, "node": n,
+                        "pages": pages, "bytes": b, "gib": b / GIB, "share": b / total if total else np.nan})
+        if r["current"] and r["status"] == "ok":
+            by_group.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(r)
+    for key, rs in by_group.items():
+        nodes = sorted({n for r in rs for n in set(r["_nodes"]) | set(r["_peak_bytes"])})
+        med_bytes = {n: float(np.median([r["_peak_bytes"].get(n, 0) for r in rs])) for n in nodes}
+        with_pages = [r for r in rs if r["_peak_pages"] is not None]
+        total = sum(med_bytes.values())
+        for n in nodes:
+            pages = float(np.median([r["_peak_pages"].get(n, 0) for r in with_pages])) if with_pages else None
+            out.append({"level": "group", "run_id": None, "attempt": None, "status": "ok",
+                        **_case_cols(rs[0]), "n_runs": len(rs), "node": n, "pages": pages,
+                        "bytes": med_bytes[n], "gib": med_bytes[n] / GIB,
+                        "share": med_bytes[n] / total if total else np.nan})
+    cols = ["level", "run_id", "attempt", "status", "bench", "class", "variant", "threads",
+            "placement_id", "placement", "n_runs", "node", "pages", "bytes", "gib", "share"]
+    df = pd.DataFrame(out, columns=cols)
+    for c in ("attempt", "threads", "n_runs", "node"):
+        df[c] = df[c].astype("Int64")
+    df["pages"] = df["pages"].astype("Float64")
+    return df
+
+
+def numastat_table(rows):
+    """numastat.csv: system-wide numastat counter deltas (pages) per node, per run and
+    per group (median over current ok runs). System-wide: every process counts."""
+    out = []
+    by_group = {}
+    for r in rows:
+        d = r["_numastat"]
+        if not d:
+            continue
+        nodes = sorted({int(n) for c in d.values() for n in c})
+        for n in nodes:
+            out.append({"scope": "system-wide", "level": "run", "run_id": r["run_id"],
+                        "attempt": r["attempt"], "status": r["status"], **_case_cols(r),
+                        "n_runs": 1, "node": n,
+                        **{c: (d.get(c) or {}).get(str(n)) for c in NUMASTAT_COUNTERS}})
+        if r["current"] and r["status"] == "ok":
+            by_group.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(r)
+    for key, rs in by_group.items():
+        nodes = sorted({int(n) for r in rs for c in r["_numastat"].values() for n in c})
+        for n in nodes:
+            row = {"scope": "system-wide", "level": "group", "run_id": None, "attempt": None,
+                   "status": "ok", **_case_cols(rs[0]), "n_runs": len(rs), "node": n}
+            for c in NUMASTAT_COUNTERS:
+                vals = [(r["_numastat"].get(c) or {}).get(str(n)) for r in rs]
+                vals = [v for v in vals if v is not None]
+                row[c] = float(np.median(vals)) if vals else None
+            out.append(row)
+    cols = ["scope", "level", "run_id", "attempt", "status", "bench", "class", "variant", "threads",
+            "placement_id", "placement", "n_runs", "node", *NUMASTAT_COUNTERS]
+    df = pd.DataFrame(out, columns=cols)
+    for c in ("attempt", "threads", "n_runs", "node"):
+        df[c] = df[c].astype("Int64")
+    return df
+
+
+# -- all together ------------------------------------------------------------------
+
+def build_tables(results_dir, plan_path=None):
+    """{name: DataFrame} for every table of TABLES."""
+    rows = load_rows(results_dir)
+    runs = runs_table(rows)
+    summary = summary_table(runs, read_plan(plan_path))
+    return {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
+            "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
+
+
+def write_tables(results_dir, out_dir, plan_path=None):
+    """Write tables/<name>.csv for every table; return {name: path}."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, df in build_tables(results_dir, plan_path).items():
+        paths[name] = out_dir / f"{name}.csv"
+        df.to_csv(paths[name], index=False, quoting=csv.QUOTE_MINIMAL)
+    return paths
+
+
+def read_tables(tables_dir):
+    """The CSV tables back as DataFrames (class and cpus kept as text)."""
+    text = {"class": str, "cpus": str, "placement_id": str, "run_id": str}
+    # only empty cells are missing: "n/a" (differs) and "None" are values
+    return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv", dtype=text, keep_default_na=False,
+                              na_values=[""]) for name in TABLES}

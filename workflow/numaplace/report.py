@@ -1,0 +1,259 @@
+"""The report: summary.md (key tables, failures, drift, figure links) and the HTML
+report (Snakemake's own `--report`), plus the entry points the report rules call:
+
+    python -m numaplace.report tables  --results results/<study> --plan <plan.tsv> --out <dir>
+    python -m numaplace.report figures --tables <dir> --out report/<study>/figures [--settings JSON]
+    python -m numaplace.report summary --tables <dir> --figures <dir> --out report/<study>/summary.md
+    python -m numaplace.report html    --out report/<study>/report.html --snakefile Snakefile
+                                       [--configfile <study>] [--target ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from . import aggregate, plots
+
+LIST_MAX = 200          # rows listed per section of summary.md (the CSVs hold them all)
+
+
+# -- markdown helpers --------------------------------------------------------------
+
+def _cell(v):
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return ""
+    try:
+        if pd.isna(v):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(df, columns):
+    """columns: [(header, column or function of the row)] → a Markdown table."""
+    head = "| " + " | ".join(h for h, _ in columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    lines = [head, rule]
+    for _, r in df.iterrows():
+        cells = [_cell(c(r) if callable(c) else r[c]) for _, c in columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _s(x):
+    """A time in seconds as NPB prints it (two decimals)."""
+    return "" if pd.isna(x) else f"{float(x):.2f}"
+
+
+def _pct(x):
+    return "" if pd.isna(x) else f"{float(x):.1f}%"
+
+
+def _short(text, width=200):
+    """A reason on one line, cut at width (the record keeps it whole)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _truthy(v):
+    return v is True or str(v) == "True"
+
+
+def _limited(df, what):
+    if len(df) <= LIST_MAX:
+        return df, ""
+    return df.head(LIST_MAX), f"\n\n… and {len(df) - LIST_MAX} more {what} (see the CSV tables).\n"
+
+
+# -- summary.md ----------------------------------------------------------------------
+
+def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None):
+    runs, summary, bw = tables["runs"], tables["summary"], tables["best_worst"]
+    current = runs[runs["current"].map(_truthy)] if len(runs) else runs
+    name = study or (runs["study"].dropna().iloc[0] if len(runs) and runs["study"].notna().any() else "study")
+    out = [f"# Placement study `{name}`: summary", ""]
+    if description:
+        out += [description, ""]
+    n_set_aside = len(runs) - len(current)
+    planned = int(summary["n_planned"].fillna(0).sum()) if "n_planned" in summary else 0
+    missing = int(summary["n_missing"].fillna(0).sum()) if "n_missing" in summary else 0
+    facts = [f"{len(current)} run records", f"{n_set_aside} set-aside attempts"]
+    if planned:
+        facts.append(f"{planned} planned runs, {missing} without a record yet")
+    out += ["Built from " + ", ".join(facts) + ". Times are NPB's own \"Time in seconds\"; "
+            "statistics are over the current ok records of each placement.", ""]
+
+    out += ["## Runs by status", ""]
+    if len(runs):
+        counts = runs.assign(kind=runs["current"].map(lambda c: "current" if _truthy(c) else "set aside"))
+        counts = counts.pivot_table(index="status", columns="kind", values="run_id", aggfunc="count",
+                                    fill_value=0).reset_index()
+        cols = [("status", "status")] + [(c, c) for c in ("current", "set aside") if c in counts]
+        out += [md_table(counts, cols), ""]
+    else:
+        out += ["No run records yet.", ""]
+
+    out += ["## Best and worst placement", "",
+            "Per (benchmark, class, variant, threads), by median time. *Improvement* is the time "
+            "saved by moving from the worst placement to the best, relative to the worst. "
+            "*Beyond noise*: yes when the min–max ranges of the two placements do not overlap, "
+            "unknown when either has fewer than 2 ok runs; *p* is the exact two-sided "
+            "Mann-Whitney U p-value (≥ 3 runs each). *Drift*: a run of either placement did "
+            "not keep its threads or pages where asked.", ""]
+    if len(bw):
+        out += [md_table(bw, [
+            ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
+            ("threads", "threads"), ("best placement", "best_placement"),
+            ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
+            ("worst placement", "worst_placement"), ("median (s)", lambda r: _s(r["worst_median_s"])),
+            ("n", "worst_n"), ("improvement", lambda r: _pct(r["improvement_pct"])),
+            ("beyond noise", "differs"),
+            ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
+            ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]
+    else:
+        out += ["No placement has an ok run yet.", ""]
+
+    bad = runs[runs["status"] != "ok"] if len(runs) else runs
+    out += ["## Failed and unverified runs", ""]
+    if len(bad):
+        bad, more = _limited(bad, "runs")
+        out += [md_table(bad, [("run", "run_id"), ("attempt", "attempt"),
+                               ("record", lambda r: "current" if _truthy(r["current"]) else "set aside"),
+                               ("placement", "placement"), ("status", "status"),
+                               ("reason", lambda r: _short(r["reason"]))]) + more, ""]
+    else:
+        out += ["None: every record is ok.", ""]
+
+    drift = runs[runs["fidelity"] == "drift"] if len(runs) else runs
+    out += ["## Placement fidelity drift", "",
+            "Runs whose threads or data pages did not stay where the placement asked "
+            "(record field `fidelity`); their times are in the statistics but flagged.", ""]
+    if len(drift):
+        drift, more = _limited(drift, "runs")
+        out += [md_table(drift, [("run", "run_id"), ("placement", "placement"), ("status", "status"),
+                                 ("threads", "fidelity_threads"), ("memory", "fidelity_memory"),
+                                 ("why", lambda r: _short(r["fidelity_reasons"], 300))]) + more, ""]
+    else:
+        unknown = int((runs["fidelity"] == "unknown").sum()) if len(runs) else 0
+        out += ["None." + (f" ({unknown} records have fidelity *unknown*: no capture to judge.)"
+                           if unknown else ""), ""]
+
+    if plan is not None and len(plan):
+        have = set(current["run_id"]) if len(current) else set()
+        absent = plan[~plan["run_id"].isin(have)]
+        out += ["## Planned runs without a record", ""]
+        if len(absent):
+            absent, more = _limited(absent, "runs")
+            out += [md_table(absent, [("run", "run_id"), ("placement", "placement")]) + more, ""]
+        else:
+            out += ["None: every planned run has a record.", ""]
+
+    out += ["## Per placement", ""]
+    if len(summary):
+        s, more = _limited(summary, "placements")
+        out += [md_table(s, [
+            ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
+            ("threads", "threads"), ("placement", "placement"), ("n", "n"), ("failed", "n_failed"),
+            ("min", lambda r: _s(r["time_min_s"])), ("median", lambda r: _s(r["time_median_s"])),
+            ("mean", lambda r: _s(r["time_mean_s"])), ("max", lambda r: _s(r["time_max_s"])),
+            ("CV", lambda r: _pct(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
+            ("drift", lambda r: r["n_drift"] or "")]) + more, ""]
+
+    out += ["## Figures", ""]
+    if manifest is not None and len(manifest):
+        titles = {"duration": "Duration per placement", "best_worst": "Best vs worst per thread count",
+                  "pages": "Pages per NUMA node", "serial_init": "Serial initialisation vs default",
+                  "variability": "Run-to-run variability"}
+        for kind in plots.KINDS:
+            rows = manifest[manifest["kind"] == kind]
+            if not len(rows):
+                continue
+            out += [f"### {titles[kind]}", ""]
+            for _, r in rows.iterrows():
+                img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
+                out += [f"![{r['title']}](figures/{img})", ""]
+    else:
+        out += ["No figures.", ""]
+    if tables_link:
+        out += ["## Tables", "", "All numbers, as CSV: " + ", ".join(
+            f"[{n}.csv]({tables_link}/{n}.csv)" for n in aggregate.TABLES) + ".", ""]
+    return "\n".join(out)
+
+
+def write_summary(tables_dir, figures_dir, out, study=None, description=None, plan_path=None):
+    tables = aggregate.read_tables(tables_dir)
+    mpath = Path(figures_dir) / plots.MANIFEST
+    manifest = pd.read_csv(mpath) if mpath.exists() else None
+    link = os.path.relpath(tables_dir, Path(out).parent)
+    plan = aggregate.read_plan(plan_path)
+    text = summary_markdown(tables, manifest, study, description, link, plan)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text)
+    return out
+
+
+# -- HTML report -------------------------------------------------------------------
+
+def build_html(out, snakefile, configfiles=(), targets=(), workdir="."):
+    """Snakemake's own report of the workflow (results marked report() in the rules);
+    it only reads the DAG and the metadata: it runs no job."""
+    # targets first: --configfile takes every word after it
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile), "--nolock",
+           "--report", str(out)]
+    if configfiles:
+        cmd += ["--configfile", *map(str, configfiles)]
+    r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    sys.stderr.write(shlex.join(cmd) + "\n" + r.stdout + r.stderr)     # the rule's log
+    if r.returncode != 0 or not Path(workdir, out).exists():
+        raise RuntimeError(f"snakemake --report failed (exit {r.returncode})")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m numaplace.report")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tables", help="run records → tables/*.csv")
+    t.add_argument("--results", required=True, help="results/<study>")
+    t.add_argument("--plan")
+    t.add_argument("--out", required=True)
+    f = sub.add_parser("figures", help="tables → figures/<kind>/*.svg|png + figures.csv")
+    f.add_argument("--tables", required=True)
+    f.add_argument("--out", required=True)
+    f.add_argument("--settings", default="{}", help="JSON: plot settings (see plots.DEFAULTS)")
+    s = sub.add_parser("summary", help="tables + figures → summary.md")
+    s.add_argument("--tables", required=True)
+    s.add_argument("--figures", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--study")
+    s.add_argument("--description")
+    s.add_argument("--plan")
+    h = sub.add_parser("html", help="snakemake --report")
+    h.add_argument("--out", required=True)
+    h.add_argument("--snakefile", required=True)
+    h.add_argument("--configfile", action="append", default=[])
+    h.add_argument("--target", action="append", default=[])
+    a = ap.parse_args(argv)
+    if a.cmd == "tables":
+        aggregate.write_tables(a.results, a.out, a.plan)
+    elif a.cmd == "figures":
+        plots.make_figures(aggregate.read_tables(a.tables), a.out, json.loads(a.settings))
+    elif a.cmd == "summary":
+        write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
+    elif a.cmd == "html":
+        build_html(a.out, a.snakefile, a.configfile, a.target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
