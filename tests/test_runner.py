@@ -8,3 +8,18 @@ def test_timeout_is_cut_to_the_batch_walltime():
     assert effective_timeout({"timeout": 3600}, {"NUMAPLACE_WALLTIME_MIN": "10", "SLURM_JOB_ID": "7"}) == 450
     assert effective_timeout({"timeout": 100}, {"NUMAPLACE_WALLTIME_MIN": "60", "PBS_JOBID": "7.srv"}) == 100
     assert effective_timeout({}, {"NUMAPLACE_WALLTIME_MIN": "1", "SLURM_JOB_ID": "7"}) == 30
+
+
+def test_execute_leaves_the_caller_as_it_was(npb_build, tmp_path):
+    import os
+    import signal
+    from numaplace.runner import execute
+    before = (os.sched_getaffinity(0), signal.getsignal(signal.SIGINT))
+    spec = {"run_id": "cg.S.default.c0.r1", "study": "t", "bench": "cg", "class": "S",
+            "variant": "default", "rep": 1, "argv": ["taskset", "-c", "0", "BINARY"],
+            "env": {"OMP_NUM_THREADS": "1"}, "capture": {}, "run": {"idle_check": "off"},
+            "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "nodes": "0",
+                          "layout": "1 on 0", "memory": "local", "memory_nodes": "",
+                          "binding": "process", "launcher": "taskset"}}
+    assert execute(spec, npb_build("cg", "S"), tmp_path / "r" / "record.json")["status"] == "ok"
+    assert (os.sched_getaffinity(0), signal.getsignal(signal.SIGINT)) == before

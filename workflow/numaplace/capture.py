@@ -5,13 +5,16 @@ is numactl's or taskset's) and is adaptive: dense while the process's data footp
 changes (first touch decides where pages land), backing off geometrically to
 interval_max once it is steady. Reading numa_maps walks the page tables under the
 process's memory-map lock (tens of ms for GiBs), so the interval never drops below
-1/duty_max times the last sample's cost: the sampler uses at most that fraction of
-one CPU, and that CPU is not one of the benchmark's when there are free ones (the
-runner moves itself off them). Per thread it records the CPU of every sample (field
-39 of /proc/<pid>/task/<tid>/stat) under the affinity mask the thread had then.
+1/duty_max times the last read's cost (the page-table walk the benchmark feels); the
+whole sample (read, parsing, threads) is held to duty_max of a CPU as well while the
+sampler shares CPUs with the benchmark, and to duty_free when it runs on CPUs the
+benchmark's threads may not use (the runner moves itself off the placement's CPUs
+when there are free ones). Per thread it records the CPU of every sample (field 39 of
+/proc/<pid>/task/<tid>/stat) under the affinity mask the thread had then.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -20,7 +23,7 @@ import time
 from pathlib import Path
 
 from . import numa_maps
-from .topology import format_cpulist
+from .topology import format_cpulist, parse_cpulist
 
 STEADY = 0.01          # two samples within 1 % of each other: the footprint is steady
 
@@ -59,11 +62,13 @@ class Sampler(threading.Thread):
 
     def __init__(self, pid, outdir, interval_min=0.005, interval_max=5.0,
                  numa_maps_on=True, threads_on=True, numastat_on=True, exe=None,
-                 duty_max=0.05):
+                 duty_max=0.05, duty_free=0.25):
         super().__init__(daemon=True)
         self.pid, self.outdir = pid, Path(outdir)
         self.imin, self.imax = interval_min, max(interval_max, interval_min)
-        self.duty_max = duty_max
+        self.duty_max, self.duty_free = duty_max, duty_free
+        self.shared_cpus = True            # does the sampler share CPUs with the benchmark?
+        self.own_cpus = frozenset(os.sched_getaffinity(0))
         self.numa_maps_on, self.threads_on, self.numastat_on = numa_maps_on, threads_on, numastat_on
         self.stop_event = threading.Event()
         self.samples = []       # {"t", "data_bytes", "total_bytes", "policies", "threads"}
@@ -75,6 +80,7 @@ class Sampler(threading.Thread):
         self.numastat_p_takes = 0
         self.read_seconds = 0.0            # reading numa_maps
         self.sample_seconds = 0.0          # whole samples (reads, parsing, threads)
+        self.last_sample_cost = self.last_read_cost = 0.0
         self.errors = []
         self.exec_seen = None
         self.team = 0
@@ -105,7 +111,8 @@ class Sampler(threading.Thread):
         text = None
         if self.numa_maps_on:
             text = read_numa_maps(self.pid)
-            self.read_seconds += time.perf_counter() - s0
+            self.last_read_cost = time.perf_counter() - s0
+            self.read_seconds += self.last_read_cost
             if not text:
                 raise ProcessLookupError(self.pid)     # an exiting process has no mappings
             try:
@@ -121,13 +128,17 @@ class Sampler(threading.Thread):
             self.team = max(self.team, len(tc))
             sample["threads"] = len(tc)
             sample["team"] = self.team             # most threads alive at once so far
+            masks = set()
             for tid, (cpu, allowed) in tc.items():
+                masks.add(allowed)
                 th = self.threads.setdefault(tid, {"cpus": {}, "by_allowed": {}, "allowed": allowed})
                 th["cpus"][cpu] = th["cpus"].get(cpu, 0) + 1
                 per = th["by_allowed"].setdefault(allowed, {})
                 per[cpu] = per.get(cpu, 0) + 1
                 th["allowed"] = allowed
-        self.sample_seconds += time.perf_counter() - s0
+            self.shared_cpus = any(_cpus_of(m) & self.own_cpus for m in masks)
+        self.last_sample_cost = time.perf_counter() - s0
+        self.sample_seconds += self.last_sample_cost
         if text is None:
             self.samples.append(sample)
             return None
@@ -139,6 +150,14 @@ class Sampler(threading.Thread):
         if prev and "data_bytes" in prev and data and _steady(sum(prev["data_bytes"].values()), data):
             self.steady, self.steady_text = sample, text
         return data
+
+    def _confirmed_with_team(self):
+        """The last sample confirmed the steady footprint, with more than one thread alive
+        and as many as in the sample before (the OpenMP team is up)."""
+        if len(self.samples) < 2 or self.steady is not self.samples[-1]:
+            return False
+        now, before = self.samples[-1].get("threads") or 0, self.samples[-2].get("threads") or 0
+        return now > 1 and now == before
 
     def _numastat(self, data):
         try:
@@ -154,24 +173,32 @@ class Sampler(threading.Thread):
         if not self._wait_for_exec():
             return
         self.exec_seen = round(time.monotonic() - self.t0, 4)
+        self.own_cpus = frozenset(os.sched_getaffinity(0))
         interval, last = self.imin, None
         while not self.stop_event.is_set():
-            c0 = time.perf_counter()
             try:
                 data = self._sample()
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
+            except (FileNotFoundError, ProcessLookupError):
                 break                                   # the process has exited
+            except PermissionError as e:                # ptrace access mode refused
+                self.errors.append(f"cannot read /proc/{self.pid}: {e}")
+                break
             except (OSError, ValueError) as e:
                 self.errors.append(f"{type(e).__name__}: {e}")
                 break
             # without numa_maps (threads only) there is no footprint: just back off
             steady = data is None or (last is not None and _steady(last, data))
+            read_cost, cost = self.last_read_cost, self.last_sample_cost
             if steady and data and self.numastat_on and self.numastat_p_takes < 3 and \
                     data > 1.05 * self.numastat_p_bytes:
                 self._numastat(data)                    # steady: take the per-process view
             interval = min(interval * 2, self.imax) if steady else self.imin
-            cost = time.perf_counter() - c0
-            interval = max(interval, cost / self.duty_max)
+            if steady and self.shared_cpus and self._confirmed_with_team():
+                # each wake-up preempts a benchmark thread (an OpenMP team waits for it):
+                # once the footprint is confirmed steady with the team running, stay away
+                interval = self.imax
+            interval = max(interval, read_cost / self.duty_max,
+                           cost / (self.duty_max if self.shared_cpus else self.duty_free))
             last = data
             self.stop_event.wait(interval)
 
@@ -214,9 +241,16 @@ class Sampler(threading.Thread):
                                    "by_allowed": {m: _str_keys(c) for m, c in v["by_allowed"].items()}}
                         for tid, v in sorted(self.threads.items())},
             "team": self.team if self.threads_on else None,
+            "sampler_cpus": format_cpulist(self.own_cpus),
+            "sampler_shared_cpus": self.shared_cpus,
             "numastat_process_taken": self.numastat_p is not None,
             "errors": self.errors,
         }
+
+
+@functools.lru_cache(maxsize=256)
+def _cpus_of(mask):
+    return frozenset(parse_cpulist(mask))
 
 
 def _steady(before, now):
@@ -230,8 +264,24 @@ def _str_keys(d):
 NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
 
 
-def numastat_system():
-    """System-wide numastat counters: {counter: {node: pages}} (includes every process)."""
+def numastat_system(sysfs="/sys/devices/system/node"):
+    """System-wide numastat counters: {counter: {node: pages}} (includes every process).
+
+    Read from sysfs (what plain `numastat` prints, without a subprocess next to the
+    run); the numastat command where sysfs has no per-node counters."""
+    out = {}
+    for d in sorted(Path(sysfs).glob("node[0-9]*")):
+        try:
+            text = (d / "numastat").read_text()
+        except OSError:
+            out = {}
+            break
+        for line in text.splitlines():
+            k, _, v = line.partition(" ")
+            if k in NUMASTAT_COUNTERS and v.strip().isdigit():
+                out.setdefault(k, {})[d.name[4:]] = int(v)
+    if out:
+        return {k: dict(sorted(v.items(), key=lambda kv: int(kv[0]))) for k, v in out.items()}
     try:
         text = subprocess.run(["numastat"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):

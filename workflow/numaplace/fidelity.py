@@ -138,10 +138,12 @@ def _memory(rec, nodes_of_cpus, cfg):
     peak = nm.get("peak")
     judged, basis = (nm.get("steady"), "steady") if "steady" in nm else (peak, "peak")
     if not peak:
-        return {"verdict": "unknown", "reason": "no numa_maps sample"}
+        errors = "; ".join(caps.get("errors") or [])
+        return {"verdict": "unknown", "reason": "no numa_maps sample" + (f" ({errors})" if errors else "")}
     if not judged:
+        n = nm.get("samples", 0)
         return {"verdict": "unknown", "reason": f"the footprint never settled while sampled "
-                f"({nm.get('samples', 0)} samples, peak {_mib(sum(peak['data_bytes'].values()))} "
+                f"({n} sample{'' if n == 1 else 's'}, peak {_mib(sum(peak['data_bytes'].values()))} "
                 f"at {peak['t']} s): the run is too short to judge"}
     by_node = {int(n): b for n, b in judged["data_bytes"].items()}
     total = sum(by_node.values())

@@ -21,13 +21,12 @@ One line per mapping (the kernel's show_numa_map()):
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
 _POLICY = re.compile(r"^(?P<name>[a-z]+(?: \([a-z]+\)| [a-z]+)?)"
                      r"(?:=(?P<flags>[a-z|,]+))?(?::(?P<nodes>[0-9,\-]+))?$")
-_NODE = re.compile(r"^N(\d+)=(\d+)$")
-_COUNTER = re.compile(r"^([a-z_A-Z]+)=(\d+)$")          # anon=, dirty=, kernelpagesize_kB=
 _OCTAL = re.compile(r"\\([0-7]{3})")
 _ADDR = re.compile(r"^[0-9a-f]+$")
 
@@ -42,6 +41,7 @@ def _unescape(path):
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), path)
 
 
+@functools.lru_cache(maxsize=64)
 def parse_policy(text):
     """'bind=static|balancing:0-1' → ('bind', 'static|balancing', '0-1').
 
@@ -53,8 +53,11 @@ def parse_policy(text):
 
 
 def _ends_policy(tok):
-    return (tok.startswith("file=") or tok in ("heap", "stack", "huge") or tok.startswith("stack:")
-            or _COUNTER.match(tok) is not None or _NODE.match(tok) is not None)
+    """True for the first token after the policy (which may itself contain '=' and ' ')."""
+    if tok in ("heap", "stack", "huge") or tok.startswith(("file=", "stack:")):
+        return True
+    k, eq, v = tok.partition("=")
+    return bool(eq) and v.isdigit()                 # anon=, dirty=, N0=, kernelpagesize_kB=
 
 
 @dataclass
@@ -118,25 +121,23 @@ def parse_line(line):
     name, flags, nodes = parse_policy(" ".join(words[1:i]))
     mp = Mapping(start, name, nodes, flags, "anon", None, 4)
     huge = False
-    for tok in words[i:]:
-        if not tok:
-            continue
-        if tok == "huge":
-            huge = True
-        elif tok == "heap" or tok == "stack":
-            mp.kind = tok
-        elif tok.startswith("stack:"):
-            mp.kind = "stack"
-        elif tok.startswith("file="):
-            mp.kind, mp.path = "file", _unescape(tok[5:])
-        elif (nm := _NODE.match(tok)):
-            mp.pages[int(nm.group(1))] = int(nm.group(2))
-        elif (cm := _COUNTER.match(tok)):
-            if cm.group(1) == "kernelpagesize_kB":
-                mp.page_kb = int(cm.group(2))
+    for tok in words[i:]:                          # str methods, not regexes: sampled often
+        k, eq, v = tok.partition("=")
+        if not eq:
+            if tok == "huge":
+                huge = True
+            elif tok == "heap" or tok == "stack" or tok.startswith("stack:"):
+                mp.kind = "stack" if tok != "heap" else "heap"
+            # anything else (a future keyword) is ignored
+        elif k == "file":
+            mp.kind, mp.path = "file", _unescape(v) if "\\" in v else v
+        elif v.isdigit():
+            if k[:1] == "N" and k[1:].isdigit():
+                mp.pages[int(k[1:])] = int(v)
+            elif k == "kernelpagesize_kB":
+                mp.page_kb = int(v)
             else:
-                mp.counters[cm.group(1)] = int(cm.group(2))
-        # anything else (a future keyword) is ignored
+                mp.counters[k] = int(v)
     if huge:
         mp.kind = "huge"
     return mp

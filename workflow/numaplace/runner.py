@@ -105,9 +105,20 @@ def _interrupt(signum, frame):
 
 def execute(spec, binary, record_path):
     """Run spec (the plan's run params) with `binary`; write the record; return it."""
-    # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
+    # Handlers and CPU affinity are the caller's again afterwards.
+    sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
+    own_cpus = os.sched_getaffinity(0)
+    try:
+        return _execute(spec, binary, record_path)
+    finally:
+        os.sched_setaffinity(0, own_cpus)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _execute(spec, binary, record_path):
     record_path = Path(record_path)
     rundir = record_path.parent
     rundir.mkdir(parents=True, exist_ok=True)

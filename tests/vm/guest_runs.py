@@ -1,0 +1,57 @@
+"""Inside a numa-vm guest: record the guest's NUMA facts, then run numaplace measured
+runs through the package CLI, exactly as the Snakemake `measure` rule does.
+
+    python3 guest_runs.py JOBS.json OUT.json
+
+JOBS.json: {"workflow": "<repo>/workflow", "thp": "never" (optional: set transparent huge pages),
+            "jobs": [{"name": ..., "spec": {...}, "binary": ..., "record": ...}, ...]}
+OUT.json:  {"facts": {...}, "jobs": {name: {"rc", "seconds", "stdout", "stderr"}}}
+Standard library only (the guest has python3 without pip packages).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def sh(*argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"error: {e}"
+
+
+def main(jobs_path, out_path):
+    open(out_path + ".started", "w").close()      # the guest booted and ran this
+    cfg = json.load(open(jobs_path))
+    thp = "/sys/kernel/mm/transparent_hugepage/enabled"
+    if cfg.get("thp") and os.path.exists(thp):
+        with open(thp, "w") as f:                # e.g. never: placement page by page
+            f.write(cfg["thp"])
+    facts = {"numactl_hardware": sh("numactl", "--hardware"),
+             "numa_balancing": open("/proc/sys/kernel/numa_balancing").read().strip()
+             if os.path.exists("/proc/sys/kernel/numa_balancing") else None,
+             "kernel": os.uname().release, "python": sys.version.split()[0],
+             "cpus": len(os.sched_getaffinity(0)),
+             "thp": open(thp).read().strip() if os.path.exists(thp) else None}
+    env = dict(os.environ, PYTHONPATH=cfg["workflow"],
+               PYTHONPYCACHEPREFIX="/tmp/numaplace-pycache")   # guest tmpfs, not the share
+    out = {"facts": facts, "jobs": {}}
+    for job in cfg["jobs"]:
+        t0 = time.monotonic()
+        argv = [sys.executable, "-m", "numaplace.cli", "run", "--spec", json.dumps(job["spec"], sort_keys=True),
+                "--binary", job["binary"], "--record", job["record"]]
+        p = subprocess.run(argv, capture_output=True, text=True, env=env)
+        out["jobs"][job["name"]] = {"rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
+                                    "stdout": p.stdout[-4000:], "stderr": p.stderr[-4000:]}
+        print(f"{job['name']}: rc {p.returncode} in {out['jobs'][job['name']]['seconds']} s: "
+              f"{p.stdout.strip()[-300:]}", flush=True)
+    tmp = out_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(tmp, out_path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
