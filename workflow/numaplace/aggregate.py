@@ -18,8 +18,9 @@ Conventions (also in the report's captions):
   (permutation) p-value; note that with 3 vs 3 runs p ≥ 0.1 whatever the data, and
   non-overlapping ranges of 5 vs 5 runs give p = 0.008.
 - rests_on_drift: a run of the best or worst group had fidelity verdict drift.
-- numa_maps pages are the process's data pages at the peak footprint, as numa_maps
-  counts them (pages of kernelpagesize_kB each), from numa_maps.peak.txt next to the
+- numa_maps pages are the process's data pages at the steady footprint (the peak when
+  no steady state was seen), as numa_maps counts them (pages of kernelpagesize_kB
+  each), from numa_maps.steady.txt / numa_maps.peak.txt next to the
   record; bytes come from the record. numastat deltas are system-wide counters
   (every process on the machine), kept apart and labelled so.
 """
@@ -65,9 +66,9 @@ def _attempt_of(path):
     return None
 
 
-def peak_pages(rundir):
-    """Per-node data pages (numa_maps' own page counts) in numa_maps.peak.txt, or None."""
-    path = Path(rundir) / "numa_maps.peak.txt"
+def footprint_pages(rundir, which):
+    """Per-node data pages (numa_maps' own page counts) in numa_maps.<which>.txt, or None."""
+    path = Path(rundir) / f"numa_maps.{which}.txt"
     try:
         text = path.read_text()
     except OSError:
@@ -98,10 +99,14 @@ def record_row(rec):
     npb = rec.get("npb") or {}
     fid = rec.get("fidelity") or {}
     caps = rec.get("captures") or {}
-    peak = (caps.get("numa_maps") or {}).get("peak") or {}
-    peak_bytes = {int(n): int(b) for n, b in (peak.get("data_bytes") or {}).items()}
+    # the steady footprint (what fidelity judges: CG's generation temporaries are freed
+    # by then); the peak where no steady state was seen
+    nm = caps.get("numa_maps") or {}
+    which = "steady" if nm.get("steady") else "peak"
+    view = nm.get(which) or {}
+    data_bytes = {int(n): int(b) for n, b in (view.get("data_bytes") or {}).items()}
     rundir = Path(rec["_path"]).parent if rec.get("_path") else None
-    pages = peak_pages(rundir) if rundir is not None and peak_bytes else None
+    pages = footprint_pages(rundir, which) if rundir is not None and data_bytes else None
     topo_nodes = sorted(int(n) for n in ((rec.get("topology") or {}).get("nodes") or {}))
     delta = (rec.get("numastat") or {}).get("system_delta") or {}
     return {
@@ -127,12 +132,13 @@ def record_row(rec):
         "memory_share_on_allowed": (fid.get("memory") or {}).get("share_on_allowed"),
         "fidelity_reasons": _fidelity_reasons(fid) if fid.get("verdict") == "drift" else "",
         "host": rec.get("host"), "started": rec.get("started"),
-        "peak_data_bytes": sum(peak_bytes.values()) if peak_bytes else None,
-        "peak_data_pages": sum(pages.values()) if pages else None,
+        "footprint": which if data_bytes else None,
+        "data_bytes": sum(data_bytes.values()) if data_bytes else None,
+        "data_pages": sum(pages.values()) if pages else None,
         "record": rec.get("_path"),
         "_nodes": topo_nodes,
-        "_peak_bytes": peak_bytes,
-        "_peak_pages": pages,
+        "_data_bytes": data_bytes,
+        "_data_pages": pages,
         "_numastat": delta,
     }
 
@@ -164,26 +170,26 @@ def read_plan(path):
 # -- tables ------------------------------------------------------------------------
 
 def runs_table(rows):
-    """runs.csv: one row per record, per-node peak data bytes/pages as node<k> columns."""
+    """runs.csv: one row per record, per-node data bytes/pages as node<k> columns."""
     nodes = sorted({n for r in rows for n in r["_nodes"]} |
-                   {n for r in rows for n in r["_peak_bytes"]} |
-                   {n for r in rows for n in (r["_peak_pages"] or {})})
+                   {n for r in rows for n in r["_data_bytes"]} |
+                   {n for r in rows for n in (r["_data_pages"] or {})})
     out = []
     for r in rows:
         row = {k: v for k, v in r.items() if not k.startswith("_")}
         for n in nodes:
-            has = bool(r["_peak_bytes"])
-            row[f"peak_data_bytes_node{n}"] = r["_peak_bytes"].get(n, 0) if has else None
-            row[f"peak_data_pages_node{n}"] = (r["_peak_pages"] or {}).get(n, 0) if r["_peak_pages"] is not None else None
+            has = bool(r["_data_bytes"])
+            row[f"data_bytes_node{n}"] = r["_data_bytes"].get(n, 0) if has else None
+            row[f"data_pages_node{n}"] = (r["_data_pages"] or {}).get(n, 0) if r["_data_pages"] is not None else None
         out.append(row)
     df = pd.DataFrame(out)
     if df.empty:
         df = pd.DataFrame(columns=[k for k in _empty_row() if not k.startswith("_")])
-    for c in ("threads", "rep", "attempt", "npb_threads", "exit_status", "peak_data_bytes", "peak_data_pages"):
+    for c in ("threads", "rep", "attempt", "npb_threads", "exit_status", "data_bytes", "data_pages"):
         if c in df:
             df[c] = df[c].astype("Int64")
     for c in df.columns:
-        if c.startswith("peak_data_"):
+        if c.startswith("data_"):
             df[c] = df[c].astype("Int64")
     return df
 
@@ -339,30 +345,30 @@ def _case_cols(r):
 
 
 def numa_pages_table(rows):
-    """numa_pages.csv: per-node data pages at the peak footprint, per run (every record
+    """numa_pages.csv: per-node data pages at the steady footprint, per run (every record
     with a numa_maps sample) and per group (median over the group's current ok runs)."""
     out = []
     by_group = {}
     for r in rows:
-        if not r["_peak_bytes"]:
+        if not r["_data_bytes"]:
             continue
-        nodes = sorted(set(r["_nodes"]) | set(r["_peak_bytes"]))
-        total = sum(r["_peak_bytes"].values())
+        nodes = sorted(set(r["_nodes"]) | set(r["_data_bytes"]))
+        total = sum(r["_data_bytes"].values())
         for n in nodes:
-            b = r["_peak_bytes"].get(n, 0)
-            pages = (r["_peak_pages"] or {}).get(n, 0) if r["_peak_pages"] is not None else None
+            b = r["_data_bytes"].get(n, 0)
+            pages = (r["_data_pages"] or {}).get(n, 0) if r["_data_pages"] is not None else None
             out.append({"level": "run", "run_id": r["run_id"], "attempt": r["attempt"],
                         "status": r["status"], **_case_cols(r), "n_runs": 1, "node": n,
                         "pages": pages, "bytes": b, "gib": b / GIB, "share": b / total if total else np.nan})
         if r["current"] and r["status"] == "ok":
             by_group.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(r)
     for key, rs in by_group.items():
-        nodes = sorted({n for r in rs for n in set(r["_nodes"]) | set(r["_peak_bytes"])})
-        med_bytes = {n: float(np.median([r["_peak_bytes"].get(n, 0) for r in rs])) for n in nodes}
-        with_pages = [r for r in rs if r["_peak_pages"] is not None]
+        nodes = sorted({n for r in rs for n in set(r["_nodes"]) | set(r["_data_bytes"])})
+        med_bytes = {n: float(np.median([r["_data_bytes"].get(n, 0) for r in rs])) for n in nodes}
+        with_pages = [r for r in rs if r["_data_pages"] is not None]
         total = sum(med_bytes.values())
         for n in nodes:
-            pages = float(np.median([r["_peak_pages"].get(n, 0) for r in with_pages])) if with_pages else None
+            pages = float(np.median([r["_data_pages"].get(n, 0) for r in with_pages])) if with_pages else None
             out.append({"level": "group", "run_id": None, "attempt": None, "status": "ok",
                         **_case_cols(rs[0]), "n_runs": len(rs), "node": n, "pages": pages,
                         "bytes": med_bytes[n], "gib": med_bytes[n] / GIB,

@@ -5,7 +5,7 @@ Kinds (one sub-directory each under report/<study>/figures/):
   duration     NPB time per placement (median, min–max whiskers) per (bench, class,
                variant, threads)
   best_worst   best vs worst placement per thread count, per (bench, class, variant)
-  pages        data pages per NUMA node per placement at the peak footprint (stacked),
+  pages        data pages per NUMA node per placement at the steady footprint (stacked),
                per (bench, class, variant, threads)
   serial_init  serial-initialisation vs default variant for the same placements,
                per (bench, class)
@@ -235,7 +235,7 @@ def pages_figures(numa_pages, summary, w):
         ax.set_yticks(y, labels)
         _rows(ax, len(table))
         ax.set_xlim(0, xmax * 1.35)
-        ax.set_xlabel(f"data pages at the peak footprint per NUMA node ({unit}; median over ok runs)")
+        ax.set_xlabel(f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
         ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=min(len(table.columns), 4))
         title = f"Pages per NUMA node — {_case_title(bench, cls, variant, threads)}"
         ax.set_title(title, loc="left")

@@ -192,18 +192,20 @@ def _execute(spec, binary, record_path):
             sampler.start()
         timed_out = False
         try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
+            reaped = _wait(proc, timeout)
+            if reaped is None:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                reaped = _wait(proc, None)
         except BaseException:                    # interrupted: no record, kill the run
             os.killpg(proc.pid, signal.SIGKILL)
             raise
+        rc, usage, t_end = reaped
         if sampler:
             sampler.stop()
             sampler.join()
-    rec["wall_s"] = round(time.monotonic() - t0, 4)
+    rec["wall_s"] = round(t_end - t0, 4)
+    rec["max_rss_kb"] = usage.ru_maxrss         # of the launcher chain's largest process
     rec["ended"] = now()
     rec["exit_status"] = rc
     if system_numastat:
@@ -229,6 +231,24 @@ def _execute(spec, binary, record_path):
     if not rec["npb"]["complete"]:
         return finish("failed", "no NPB report in stdout")
     return finish("ok")
+
+
+def _wait(proc, timeout):
+    """(exit status, rusage, end time) of proc, or None after `timeout` seconds.
+
+    os.wait4 in a helper thread: the end time is exact (Popen.wait polls with growing
+    sleeps) and the rusage gives the benchmark's peak RSS."""
+    import threading
+    out = {}
+
+    def reap():
+        _, status, usage = os.wait4(proc.pid, 0)
+        out["r"] = (os.waitstatus_to_exitcode(status), usage, time.monotonic())
+        proc.returncode = out["r"][0]            # Popen must not reap it again
+    t = threading.Thread(target=reap, daemon=True)
+    t.start()
+    t.join(timeout)
+    return out.get("r")
 
 
 class _PlacementView:
