@@ -89,3 +89,14 @@ def run_snakemake(wf, *args, check=True, timeout=1800):
 def read_records(wf, study):
     return {p.parent.name: json.loads(p.read_text())
             for p in (wf / "results" / study / "runs").glob("*/record.json")}
+
+
+def single_run_spec(cpu=0, **run_settings):
+    """A measured run's spec (what Study.run_params gives) for `taskset -c <cpu>` of one
+    thread, class S CG, for tests that call the runner directly."""
+    return {"run_id": f"cg.S.default.c{cpu}.r1", "study": "t", "bench": "cg", "class": "S",
+            "variant": "default", "rep": 1, "argv": ["taskset", "-c", str(cpu), "BINARY"],
+            "env": {"OMP_NUM_THREADS": "1"}, "capture": {}, "run": {"idle_check": "off", **run_settings},
+            "placement": {"id": f"c{cpu}", "shape": f"cpus {cpu}", "cpus": str(cpu), "threads": 1,
+                          "nodes": "0", "layout": "1 on 0", "memory": "local", "memory_nodes": "",
+                          "binding": "process", "launcher": "taskset"}}

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import single_run_spec
 
 from numaplace import npb_output
 from numaplace.runner import execute
@@ -82,11 +83,6 @@ def test_failed_verification_is_detected(repo, tmp_path):
     assert r.returncode == 2
     assert npb_output.parse(r.stdout)["verification"] == "UNSUCCESSFUL"
     assert "VERIFICATION FAILED" in r.stdout
-    spec = {"run_id": "cg.S.perturbed.c0.r1", "study": "t", "bench": "cg", "class": "S",
-            "variant": "perturbed", "rep": 1, "argv": ["taskset", "-c", "0", "BINARY"],
-            "env": {"OMP_NUM_THREADS": "1"}, "capture": {}, "run": {"idle_check": "off"},
-            "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "nodes": "0",
-                          "layout": "1 on 0", "memory": "local", "memory_nodes": "",
-                          "binding": "process", "launcher": "taskset"}}
+    spec = {**single_run_spec(), "run_id": "cg.S.perturbed.c0.r1", "variant": "perturbed"}
     rec = execute(spec, exe, tmp_path / "run" / "record.json")
     assert rec["status"] == "unverified" and rec["exit_status"] == 2

@@ -1,4 +1,5 @@
-"""Runner details that need no benchmark run."""
+"""Runner details: timeouts in batch jobs, and what execute leaves behind."""
+from conftest import single_run_spec
 from numaplace.runner import effective_timeout
 
 
@@ -15,11 +16,6 @@ def test_execute_leaves_the_caller_as_it_was(npb_build, tmp_path):
     import signal
     from numaplace.runner import execute
     before = (os.sched_getaffinity(0), signal.getsignal(signal.SIGINT))
-    spec = {"run_id": "cg.S.default.c0.r1", "study": "t", "bench": "cg", "class": "S",
-            "variant": "default", "rep": 1, "argv": ["taskset", "-c", "0", "BINARY"],
-            "env": {"OMP_NUM_THREADS": "1"}, "capture": {}, "run": {"idle_check": "off"},
-            "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "nodes": "0",
-                          "layout": "1 on 0", "memory": "local", "memory_nodes": "",
-                          "binding": "process", "launcher": "taskset"}}
+    spec = single_run_spec()
     assert execute(spec, npb_build("cg", "S"), tmp_path / "r" / "record.json")["status"] == "ok"
     assert (os.sched_getaffinity(0), signal.getsignal(signal.SIGINT)) == before

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import yaml
-from conftest import copy_workflow, read_records, run_snakemake
+from conftest import copy_workflow, read_records, run_snakemake, single_run_spec
 
 
 
@@ -160,13 +160,7 @@ def test_runs_never_overlap_with_two_cores(quick):
 def test_busy_machine_is_refused_or_flagged(npb_build, tmp_path):
     from numaplace.runner import execute
     exe = npb_build("cg", "S")
-    spec = {"run_id": "cg.S.default.c0.r1", "study": "t", "bench": "cg", "class": "S",
-            "variant": "default", "rep": 1, "argv": ["taskset", "-c", "0", "BINARY"],
-            "env": {"OMP_NUM_THREADS": "1"}, "capture": {},
-            "run": {"idle_check": "refuse", "idle_wait": 0, "idle_busy_max": 0.5},
-            "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "nodes": "0",
-                          "layout": "1 on 0", "memory": "local", "memory_nodes": "",
-                          "binding": "process", "launcher": "taskset"}}
+    spec = single_run_spec(idle_check="refuse", idle_wait=0, idle_busy_max=0.5)
     hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.5)
