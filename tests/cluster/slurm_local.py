@@ -240,8 +240,24 @@ def stop(log=print):
             os.kill(pid, signal.SIGKILL)
         stopped[name] = pid
     STARTED.unlink()
+    restore_conf(log)
     log("stopped " + (", ".join(f"{k} pid {v}" for k, v in stopped.items()) or "nothing"))
     return stopped
+
+
+def restore_conf(log=print):
+    """Leave /etc/slurm as found: with our slurm.conf left behind and no controller,
+    every Slurm client (and the Slurm executor plugin, which runs `scontrol show config`
+    whenever Snakemake starts) waits ~9 s for the controller; without it, it fails at once."""
+    if not CONF.exists() or MARK not in CONF.read_text():
+        return
+    backup = CONF.with_name("slurm.conf.before-numaplace")
+    if backup.exists():
+        shutil.move(backup, CONF)
+        log(f"restored the previous {CONF}")
+    else:
+        CONF.unlink()
+        log(f"removed the test cluster's {CONF}")
 
 
 def main(argv):

@@ -109,10 +109,9 @@ class Study:
         return sorted({(r.bench, r.cls, r.variant) for r in self.runs})
 
     def run(self, run_id):
-        for r in self.runs:
-            if r.run_id == run_id:
-                return r
-        raise KeyError(run_id)
+        if not hasattr(self, "_by_id"):
+            self._by_id = {r.run_id: r for r in self.runs}
+        return self._by_id[run_id]
 
     def run_params(self, run_id):
         """Everything that defines one measured run (its rule's params): changes here, and
