@@ -86,3 +86,22 @@ def test_failed_verification_is_detected(repo, tmp_path):
     spec = {**single_run_spec(), "run_id": "cg.S.perturbed.c0.r1", "variant": "perturbed"}
     rec = execute(spec, exe, tmp_path / "run" / "record.json")
     assert rec["status"] == "unverified" and rec["exit_status"] == 2
+
+
+def test_concurrent_builds_of_one_tree(repo, tmp_path):
+    """On a cluster two classes of one variant can build at once (separate jobs): the
+    tree's lock file serialises them, so both binaries come out."""
+    import json
+    import os
+    import sys
+    tree = tmp_path / "serial-init" / "tree"
+    procs = [subprocess.Popen([sys.executable, "-m", "numaplace.cli", "build", "--settings", json.dumps({}),
+                               "--variant", "serial-init", "--bench", bench, "--cls", "S",
+                               "--tree", str(tree), "--binary", str(tmp_path / f"{bench}.S.x"),
+                               "--log", str(tmp_path / f"{bench}.log")],
+                              env={**os.environ, "PYTHONPATH": str(repo / "workflow")})
+             for bench in ("cg", "mg")]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    for bench in ("cg", "mg"):
+        r = run(tmp_path / f"{bench}.S.x", 2, tmp_path)
+        assert r.returncode == 0 and npb_output.parse(r.stdout)["init_order"] == "serial"

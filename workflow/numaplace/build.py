@@ -103,7 +103,18 @@ def prepare_tree(settings, variant, tree):
 
 
 def build(settings, variant, bench, cls, tree, binary, log):
-    """make BENCH CLASS=cls in the variant's tree; the log is kept; returns the binary."""
+    """make BENCH CLASS=cls in the variant's tree; the log is kept; returns the binary.
+
+    Builds of one tree are serialised by a lock file beside it: on a cluster two
+    classes of a variant can be separate jobs running at the same time."""
+    import fcntl
+    Path(tree).parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{tree}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(settings, variant, bench, cls, tree, binary, log)
+
+
+def _build_locked(settings, variant, bench, cls, tree, binary, log):
     tree = prepare_tree(settings, variant, tree)
     args = ["make", bench.upper(), f"CLASS={cls}"]
     if variant == "serial-init" and settings.get("source", "bundled") == "bundled":

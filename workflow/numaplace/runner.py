@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -191,12 +192,13 @@ def _execute(spec, binary, record_path):
                               exe=binary)
             sampler.start()
         timed_out = False
+        reaper = _Reaper(proc)
         try:
-            reaped = _wait(proc, timeout)
+            reaped = reaper.result(timeout)
             if reaped is None:
                 timed_out = True
                 os.killpg(proc.pid, signal.SIGKILL)
-                reaped = _wait(proc, None)
+                reaped = reaper.result(None)
         except BaseException:                    # interrupted: no record, kill the run
             os.killpg(proc.pid, signal.SIGKILL)
             raise
@@ -233,22 +235,24 @@ def _execute(spec, binary, record_path):
     return finish("ok")
 
 
-def _wait(proc, timeout):
-    """(exit status, rusage, end time) of proc, or None after `timeout` seconds.
+class _Reaper(threading.Thread):
+    """Reaps one child with os.wait4 in a thread of its own: the end time is exact
+    (Popen.wait polls with growing sleeps) and the rusage gives the peak RSS."""
 
-    os.wait4 in a helper thread: the end time is exact (Popen.wait polls with growing
-    sleeps) and the rusage gives the benchmark's peak RSS."""
-    import threading
-    out = {}
+    def __init__(self, proc):
+        super().__init__(daemon=True)
+        self.proc, self.reaped = proc, None
+        self.start()
 
-    def reap():
-        _, status, usage = os.wait4(proc.pid, 0)
-        out["r"] = (os.waitstatus_to_exitcode(status), usage, time.monotonic())
-        proc.returncode = out["r"][0]            # Popen must not reap it again
-    t = threading.Thread(target=reap, daemon=True)
-    t.start()
-    t.join(timeout)
-    return out.get("r")
+    def run(self):
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.reaped = (os.waitstatus_to_exitcode(status), usage, time.monotonic())
+        self.proc.returncode = self.reaped[0]    # Popen must not reap it again
+
+    def result(self, timeout):
+        """(exit status, rusage, end time), or None while still running after timeout."""
+        self.join(timeout)
+        return self.reaped
 
 
 class _PlacementView:
