@@ -25,6 +25,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 import common  # noqa: E402
+from common import slurm  # noqa: E402,F401  (the shared local-Slurm fixture)
 
 from numaplace import cluster  # noqa: E402
 from numaplace.study import load_study_file  # noqa: E402
@@ -276,11 +277,6 @@ def slurm_torque_wrappers():
     return None
 
 
-@pytest.fixture(scope="session")
-def slurm():
-    info = common.acquire()
-    yield info
-    common.release()
 
 
 @pytest.fixture(scope="module")

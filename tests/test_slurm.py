@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
 import common  # noqa: E402
+from common import slurm  # noqa: E402,F401  (the shared local-Slurm fixture)
 
 from numaplace import cluster  # noqa: E402
 from numaplace.topology import parse_cpulist  # noqa: E402
@@ -35,11 +36,6 @@ SLURM_ARGS = ("--profile", "profiles/slurm", "--configfile", STUDY,
               "--slurm-init-seconds-before-status-checks", "5", "--latency-wait", "5")
 
 
-@pytest.fixture(scope="session")
-def slurm():
-    info = common.acquire()
-    yield info
-    common.release()
 
 
 @pytest.fixture(scope="module")

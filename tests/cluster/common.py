@@ -71,3 +71,12 @@ def release():
         if not _Shared.info.get("reused"):
             slurm_local.stop(log=lambda m: print(f"[slurm_local] {m}"))
         _Shared.info = None
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The local test Slurm, started by the first module that needs it and stopped
+    (by pid) when the last one is done."""
+    info = acquire()
+    yield info
+    release()

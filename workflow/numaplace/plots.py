@@ -143,15 +143,22 @@ def duration_figures(summary, w):
             else:
                 x, text = 0, "no ok run (" + ", ".join(bits[1:] or ["not run"]) + ")"
             ax.text(x + 0.01 * xmax, yi, text, va="center", fontsize=8)
-        ax.set_yticks(y, labels)
-        _rows(ax, len(g))
-        ax.set_xlim(0, xmax * 1.35)
-        ax.set_xlabel("NPB time (s): median, whiskers min–max over ok runs")
-        title = f"Duration per placement — {_case_title(bench, cls, variant, threads)}"
-        ax.set_title(title, loc="left")
-        ax.grid(axis="x", alpha=0.3, zorder=0)
-        w.save(fig, "duration", _stem(bench, cls, variant, f"t{int(threads)}"), title,
-               {"bench": bench, "class": cls, "variant": variant, "threads": int(threads)})
+        _finish_per_threads(w, fig, ax, "duration", "Duration per placement", (bench, cls, variant, threads),
+                            y, labels, xmax, "NPB time (s): median, whiskers min–max over ok runs")
+
+
+def _finish_per_threads(w, fig, ax, kind, what, case, y, labels, xmax, xlabel):
+    """Axes, title and file of a horizontal-bar figure of one (bench, class, variant, threads)."""
+    bench, cls, variant, threads = case
+    ax.set_yticks(y, labels)
+    _rows(ax, len(labels))
+    ax.set_xlim(0, xmax * 1.35)
+    ax.set_xlabel(xlabel)
+    title = f"{what} — {_case_title(bench, cls, variant, threads)}"
+    ax.set_title(title, loc="left")
+    ax.grid(axis="x", alpha=0.3, zorder=0)
+    w.save(fig, kind, _stem(bench, cls, variant, f"t{int(threads)}"), title,
+           {"bench": bench, "class": cls, "variant": variant, "threads": int(threads)})
 
 
 # -- best vs worst per thread count --------------------------------------------------
@@ -232,16 +239,10 @@ def pages_figures(numa_pages, summary, w):
             p = pages.get(idx, np.nan)
             txt = f"{tot:.3g} {unit}" + (f", {int(p):,} pages" if pd.notna(p) else "")
             ax.text(tot + 0.01 * xmax, yi, txt, va="center", fontsize=8)
-        ax.set_yticks(y, labels)
-        _rows(ax, len(table))
-        ax.set_xlim(0, xmax * 1.35)
-        ax.set_xlabel(f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
         ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=min(len(table.columns), 4))
-        title = f"Pages per NUMA node — {_case_title(bench, cls, variant, threads)}"
-        ax.set_title(title, loc="left")
-        ax.grid(axis="x", alpha=0.3, zorder=0)
-        w.save(fig, "pages", _stem(bench, cls, variant, f"t{int(threads)}"), title,
-               {"bench": bench, "class": cls, "variant": variant, "threads": int(threads)})
+        _finish_per_threads(w, fig, ax, "pages", "Pages per NUMA node", (bench, cls, variant, threads),
+                            y, labels, xmax,
+                            f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
 
 
 # -- serial-init vs default ----------------------------------------------------------
