@@ -143,22 +143,26 @@ def duration_figures(summary, w):
             else:
                 x, text = 0, "no ok run (" + ", ".join(bits[1:] or ["not run"]) + ")"
             ax.text(x + 0.01 * xmax, yi, text, va="center", fontsize=8)
-        _finish_per_threads(w, fig, ax, "duration", "Duration per placement", (bench, cls, variant, threads),
-                            y, labels, xmax, "NPB time (s): median, whiskers min–max over ok runs")
+        _finish_barh(w, fig, ax, "duration",
+                     f"Duration per placement — {_case_title(bench, cls, variant, threads)}",
+                     (bench, cls, variant, threads), y, labels, xmax,
+                     "NPB time (s): median, whiskers min–max over ok runs")
 
 
-def _finish_per_threads(w, fig, ax, kind, what, case, y, labels, xmax, xlabel):
-    """Axes, title and file of a horizontal-bar figure of one (bench, class, variant, threads)."""
+def _finish_barh(w, fig, ax, kind, title, case, y, labels, xmax, xlabel, xspan=1.35):
+    """Axes, title and file of a horizontal-bar figure; case = (bench, class, variant,
+    threads) with None for what the figure spans."""
     bench, cls, variant, threads = case
     ax.set_yticks(y, labels)
     _rows(ax, len(labels))
-    ax.set_xlim(0, xmax * 1.35)
+    ax.set_xlim(0, xmax * xspan)
     ax.set_xlabel(xlabel)
-    title = f"{what} — {_case_title(bench, cls, variant, threads)}"
     ax.set_title(title, loc="left")
     ax.grid(axis="x", alpha=0.3, zorder=0)
-    w.save(fig, kind, _stem(bench, cls, variant, f"t{int(threads)}"), title,
-           {"bench": bench, "class": cls, "variant": variant, "threads": int(threads)})
+    parts = [p for p in (variant, None if threads is None else f"t{int(threads)}") if p is not None]
+    w.save(fig, kind, _stem(bench, cls, *parts), title,
+           {"bench": bench, "class": cls, "variant": variant,
+            "threads": None if threads is None else int(threads)})
 
 
 # -- best vs worst per thread count --------------------------------------------------
@@ -193,16 +197,10 @@ def best_worst_figures(best_worst, w):
                 drift = "\nrests on drift" if r["rests_on_drift"] in (True, "True") else ""
                 tick += f"\n−{r['improvement_pct']:.1f}%\n({flag}){drift}"
             ticks.append(tick)
-        ax.set_yticks(y, ticks)
-        _rows(ax, len(g))
-        ax.set_xlim(0, xmax * 1.6)
-        ax.set_xlabel("NPB time (s): median, whiskers min–max")
         _legend(ax, [("best placement", COLORS["best"]), ("worst placement", COLORS["worst"])])
-        title = f"Best vs worst placement — {_case_title(bench, cls, variant)}"
-        ax.set_title(title, loc="left")
-        ax.grid(axis="x", alpha=0.3, zorder=0)
-        w.save(fig, "best_worst", _stem(bench, cls, variant), title,
-               {"bench": bench, "class": cls, "variant": variant, "threads": None})
+        _finish_barh(w, fig, ax, "best_worst", f"Best vs worst placement — {_case_title(bench, cls, variant)}",
+                     (bench, cls, variant, None), y, ticks, xmax, "NPB time (s): median, whiskers min–max",
+                     xspan=1.6)
 
 
 # -- pages per node ------------------------------------------------------------------
@@ -240,9 +238,10 @@ def pages_figures(numa_pages, summary, w):
             txt = f"{tot:.3g} {unit}" + (f", {int(p):,} pages" if pd.notna(p) else "")
             ax.text(tot + 0.01 * xmax, yi, txt, va="center", fontsize=8)
         ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=min(len(table.columns), 4))
-        _finish_per_threads(w, fig, ax, "pages", "Pages per NUMA node", (bench, cls, variant, threads),
-                            y, labels, xmax,
-                            f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
+        _finish_barh(w, fig, ax, "pages",
+                     f"Pages per NUMA node — {_case_title(bench, cls, variant, threads)}",
+                     (bench, cls, variant, threads), y, labels, xmax,
+                     f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
 
 
 # -- serial-init vs default ----------------------------------------------------------
@@ -277,16 +276,10 @@ def serial_init_figures(summary, w):
                     f"{si:.2f} s {ratio}", va="center", fontsize=8)
             ax.text(r[("time_max_s", "default")] + 0.01 * xmax, yi + h / 2, f"{d:.2f} s",
                     va="center", fontsize=8)
-        ax.set_yticks(y, labels)
-        _rows(ax, len(both))
-        ax.set_xlim(0, xmax * 1.3)
-        ax.set_xlabel("NPB time (s): median, whiskers min–max")
         _legend(ax, [("default", COLORS["default"]), ("serial-init", COLORS["serial-init"])])
-        title = f"Serial initialisation vs default — {_case_title(bench, cls)}"
-        ax.set_title(title, loc="left")
-        ax.grid(axis="x", alpha=0.3, zorder=0)
-        w.save(fig, "serial_init", _stem(bench, cls), title,
-               {"bench": bench, "class": cls, "variant": None, "threads": None})
+        _finish_barh(w, fig, ax, "serial_init", f"Serial initialisation vs default — {_case_title(bench, cls)}",
+                     (bench, cls, None, None), y, labels, xmax, "NPB time (s): median, whiskers min–max",
+                     xspan=1.3)
 
 
 # -- variability ---------------------------------------------------------------------

@@ -20,7 +20,6 @@ from .placement import expand_experiment
 from .schema import validate_study
 from .topology import from_sysfs, load_platform, platform_path
 
-VARIANTS = ("default", "serial-init", "mcmodel-medium")
 
 
 @dataclass(frozen=True)
