@@ -1,8 +1,13 @@
-"""Shared test fixtures: the repository root, the package on sys.path, NPB builds."""
+"""Shared test fixtures: the repository root, NPB builds, a copy of the workflow.
+
+numaplace itself is imported because it is installed (.ci/setup: .venv/); its `numaplace`
+command sits beside this interpreter, put first on PATH here as the workflow's
+common.smk does for Snakemake's jobs, so commands run by tests find it unactivated."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,8 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO / "workflow") not in sys.path:
-    sys.path.insert(0, str(REPO / "workflow"))
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +55,20 @@ def npb_build(tmp_path_factory):
         return built[key]
 
     return _build
+
+
+@pytest.fixture(scope="session")
+def numaplace_wheel(tmp_path_factory):
+    """numaplace built as a wheel from this checkout (for machines where it is installed
+    by unpacking, such as the NUMA VM guest)."""
+    import subprocess
+    out = tmp_path_factory.mktemp("wheel")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "-w", str(out), str(REPO)], capture_output=True, text=True)
+    wheels = list(out.glob("numaplace-*.whl"))
+    if r.returncode != 0 or len(wheels) != 1:
+        pytest.fail(f"pip wheel of numaplace failed (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return wheels[0]
 
 
 # -- a private copy of the workflow to run Snakemake in ---------------------------------

@@ -3,7 +3,7 @@ records the numaplace runner writes there.
 
 The runs are planned by numaplace.study (Study) from a study file written here (platform vm4:
 4 nodes x 2 CPUs, like the guest), so the commands that run are the plan's; each runs
-through `python3 -m numaplace.cli run` inside ONE guest (all runs in one command; see
+through `python -m numaplace run` (numaplace's wheel, installed in the guest) inside ONE guest (all runs in one command; see
 NUMAPLACE_VM_MODE below), with kernel.numa_balancing=0 so pages stay where they land
 and transparent huge pages off so they are placed page by page.
 
@@ -121,7 +121,7 @@ def run_in_guest(tool, shares, command, timeout, started):
 
 
 @pytest.fixture(scope="module")
-def vm(npb_build, tmp_path_factory):
+def vm(npb_build, numaplace_wheel, tmp_path_factory):
     """Build the binaries, plan the study, run every planned run (and the drift run) in
     one guest; → {"study", "records": {name: record}, "out": guest output, "timings"}."""
     tool = _skip_unless_numa_vm()
@@ -151,7 +151,7 @@ def vm(npb_build, tmp_path_factory):
     # THP off: with 2 MiB pages interleave/first touch place a 58 MiB footprint only to
     # within a few huge pages (seen: 26/30/26/19 % for interleave 0-3); page by page, the
     # per-node numbers are exact
-    jobs_file.write_text(json.dumps({"workflow": str(REPO / "workflow"), "thp": "never", "jobs": jobs},
+    jobs_file.write_text(json.dumps({"wheel": str(numaplace_wheel), "thp": "never", "jobs": jobs},
                                     indent=1))
     share_dirs = [REPO, tmp_path_factory.getbasetemp()]      # binaries and runs are in basetemp
     p, timings = run_in_guest(tool, share_dirs, ["python3", str(GUEST_SCRIPT), str(jobs_file), str(out_file)],
@@ -162,7 +162,7 @@ def vm(npb_build, tmp_path_factory):
     records = {}
     for j in jobs:
         res = out["jobs"][j["name"]]
-        assert res["rc"] == 0, f"{j['name']}: numaplace.cli run failed: {res['stdout']}\n{res['stderr']}"
+        assert res["rc"] == 0, f"{j['name']}: numaplace run failed: {res['stdout']}\n{res['stderr']}"
         records[j["name"]] = json.loads(Path(j["record"]).read_text())
     timings.update(build_and_plan_s=built - t0, fixture_s=time.monotonic() - t0,
                    runs_s={k: v["seconds"] for k, v in out["jobs"].items()})

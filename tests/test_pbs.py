@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "cluster"))
-import common  # noqa: E402
-from common import slurm  # noqa: E402,F401  (the shared local-Slurm fixture)
+from cluster import common
+from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 
 from numaplace import cluster  # noqa: E402
 from numaplace.study import load_study_file  # noqa: E402

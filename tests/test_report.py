@@ -243,8 +243,7 @@ Promise.all(Array.from(document.images).map(
 
 
 def test_report_in_browser(study, tmp_path):
-    sys.path.insert(0, str(Path(__file__).parent / "browser"))
-    from cdp import Browser, find_chromium
+    from browser.cdp import Browser, find_chromium
     if not find_chromium():
         pytest.skip("chromium is not installed (apt-get install -y chromium): cannot open the report")
     wf, _ = study

@@ -110,8 +110,8 @@ def test_failures_are_records_and_can_be_retried(repo, tmp_path):
     assert "numactl" in by_exp["refused"]["reason"] and by_exp["refused"]["probe"]["exit_status"] != 0
     assert by_exp["slow"]["status"] == "timeout" and "killed after" in by_exp["slow"]["reason"]
     # retry: failed records are set aside (kept), then Snakemake runs them again
-    out = subprocess.run([sys.executable, "-m", "numaplace.cli", "retry-failed", "results/failing"],
-                         cwd=wf, env={**os.environ, "PYTHONPATH": str(wf / "workflow")},
+    out = subprocess.run([sys.executable, "-m", "numaplace", "retry-failed", "results/failing"],
+                         cwd=wf,
                          capture_output=True, text=True, check=True).stdout
     assert out.count("set aside") == 2
     assert not list((wf / "results/failing/runs").glob("*/record.json"))

@@ -1,10 +1,8 @@
 """Shared bits of the benchmark scripts: paths and building a binary once."""
-import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "workflow"))
 
 SCRATCH = Path(tempfile.gettempdir()) / "numaplace-bench"
 

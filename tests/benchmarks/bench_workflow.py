@@ -44,10 +44,9 @@ def dry_run(n):
 
 def run_once(exe, spec, rundir):
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "numaplace.cli", "run", "--spec", json.dumps(spec),
+    subprocess.run([sys.executable, "-m", "numaplace", "run", "--spec", json.dumps(spec),
                     "--binary", str(exe), "--record", str(rundir / "record.json")],
-                   check=True, capture_output=True, env={"PYTHONPATH": str(REPO / "workflow"),
-                                                         "PATH": "/usr/bin:/bin:/usr/local/bin"})
+                   check=True, capture_output=True, env={"PATH": "/usr/bin:/bin:/usr/local/bin"})
     wall = time.monotonic() - t0
     return wall, json.loads((rundir / "record.json").read_text())
 

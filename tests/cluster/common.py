@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import slurm_local  # noqa: E402
-from conftest import copy_workflow, read_records as records  # noqa: E402,F401
+from cluster import slurm_local
+from conftest import copy_workflow, read_records as records  # noqa: F401
 
 def snakemake(wf, *args, timeout=600):
     """Run Snakemake in wf; returns (CompletedProcess, seconds). Fails the test with the

@@ -1,18 +1,33 @@
-"""Inside a numa-vm guest: record the guest's NUMA facts, then run numaplace measured
-runs through the package CLI, exactly as the Snakemake `measure` rule does.
+"""Inside a numa-vm guest: install numaplace's wheel into a fresh venv, record the guest's
+NUMA facts, then run numaplace measured runs through the package's command, exactly as the
+Snakemake `measure` rule does.
 
     python3 guest_runs.py JOBS.json OUT.json
 
-JOBS.json: {"workflow": "<repo>/workflow", "thp": "never" (optional: set transparent huge pages),
-            "jobs": [{"name": ..., "spec": {...}, "binary": ..., "record": ...}, ...]}
+JOBS.json: {"wheel": "<numaplace-*.whl built on the host>", "thp": "never" (optional: set
+            transparent huge pages), "jobs": [{"name": ..., "spec": {...}, "binary": ...,
+            "record": ...}, ...]}
 OUT.json:  {"facts": {...}, "jobs": {name: {"rc", "seconds", "stdout", "stderr"}}}
-Standard library only (the guest has python3 without pip packages).
+Standard library only: the guest has python3 without pip, and no network. A pure-Python
+wheel is installed by unpacking it into the venv's site-packages (what pip does for it).
 """
 import json
 import os
 import subprocess
 import sys
+import sysconfig
 import time
+import zipfile
+
+VENV = "/tmp/numaplace-venv"         # guest tmpfs
+
+
+def install_wheel(wheel):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", VENV], check=True)
+    site = sysconfig.get_path("purelib", vars={"base": VENV, "platbase": VENV})
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site)
+    return os.path.join(VENV, "bin", "python")
 
 
 def sh(*argv):
@@ -35,14 +50,13 @@ def main(jobs_path, out_path):
              "kernel": os.uname().release, "python": sys.version.split()[0],
              "cpus": len(os.sched_getaffinity(0)),
              "thp": open(thp).read().strip() if os.path.exists(thp) else None}
-    env = dict(os.environ, PYTHONPATH=cfg["workflow"],
-               PYTHONPYCACHEPREFIX="/tmp/numaplace-pycache")   # guest tmpfs, not the share
+    python = install_wheel(cfg["wheel"])
     out = {"facts": facts, "jobs": {}}
     for job in cfg["jobs"]:
         t0 = time.monotonic()
-        argv = [sys.executable, "-m", "numaplace.cli", "run", "--spec", json.dumps(job["spec"], sort_keys=True),
+        argv = [python, "-m", "numaplace", "run", "--spec", json.dumps(job["spec"], sort_keys=True),
                 "--binary", job["binary"], "--record", job["record"]]
-        p = subprocess.run(argv, capture_output=True, text=True, env=env)
+        p = subprocess.run(argv, capture_output=True, text=True)
         out["jobs"][job["name"]] = {"rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
                                     "stdout": p.stdout[-4000:], "stderr": p.stderr[-4000:]}
         print(f"{job['name']}: rc {p.returncode} in {out['jobs'][job['name']]['seconds']} s: "

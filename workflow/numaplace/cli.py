@@ -1,28 +1,27 @@
-"""Command-line entry points that the Snakemake rules call (python -m numaplace.cli)."""
+"""The `numaplace` command: what the Snakemake rules, the cluster profiles and a user call.
+
+    numaplace plan STUDY [--out plan.tsv]        expand a study file into its plan
+    numaplace retry-failed results/<study>       set aside records that are not ok
+    numaplace build | run                        one NPB build / one measured run (rules)
+    numaplace tables | figures | summary | html  the report's steps (rules)
+    numaplace pbs-submit | pbs-status            PBS Pro / Torque glue (profiles/pbs*)
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
+from pathlib import Path
+
+from . import __version__
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="numaplace")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-
-    b = sub.add_parser("build", help="build one NPB binary")
-    b.add_argument("--settings", required=True, help="JSON: the study's npb section")
-    b.add_argument("--variant", required=True)
-    b.add_argument("--bench", required=True)
-    b.add_argument("--cls", required=True)
-    b.add_argument("--tree", required=True)
-    b.add_argument("--binary", required=True)
-    b.add_argument("--log", required=True)
-
-    r = sub.add_parser("run", help="one measured run → record.json")
-    r.add_argument("--spec", required=True, help="JSON: the run's params from the plan")
-    r.add_argument("--binary", required=True)
-    r.add_argument("--record", required=True)
+def _parser():
+    ap = argparse.ArgumentParser(prog="numaplace", description="NUMA placement studies with the NPB "
+                                 "CG and MG kernels. The workflow itself runs with snakemake.")
+    ap.add_argument("--version", action="version", version=f"numaplace {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plan", help="expand a study file and write its plan.tsv")
     p.add_argument("study")
@@ -33,27 +32,135 @@ def main(argv=None):
     rf.add_argument("--status", nargs="*", default=None,
                     help="statuses to retry (default: every status but ok)")
 
-    a = ap.parse_args(argv)
-    if a.cmd == "build":
+    b = sub.add_parser("build", help="build one NPB binary (the npb_build rule)")
+    b.add_argument("--settings", required=True, help="JSON: the study's npb section")
+    b.add_argument("--variant", required=True)
+    b.add_argument("--bench", required=True)
+    b.add_argument("--cls", required=True)
+    b.add_argument("--tree", required=True)
+    b.add_argument("--binary", required=True)
+    b.add_argument("--log", required=True)
+
+    r = sub.add_parser("run", help="one measured run → record.json (the measure rule)")
+    r.add_argument("--spec", required=True, help="JSON: the run's params from the plan")
+    r.add_argument("--binary", required=True)
+    r.add_argument("--record", required=True)
+
+    t = sub.add_parser("tables", help="run records → tables/*.csv")
+    t.add_argument("--results", required=True, help="results/<study>")
+    t.add_argument("--plan")
+    t.add_argument("--out", required=True)
+    f = sub.add_parser("figures", help="tables → figures/<kind>/*.svg|png + figures.csv")
+    f.add_argument("--tables", required=True)
+    f.add_argument("--out", required=True)
+    f.add_argument("--settings", default="{}", help="JSON: plot settings (see plots.DEFAULTS)")
+    s = sub.add_parser("summary", help="tables + figures → summary.md")
+    s.add_argument("--tables", required=True)
+    s.add_argument("--figures", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--study")
+    s.add_argument("--description")
+    s.add_argument("--plan")
+    h = sub.add_parser("html", help="Snakemake's --report of the study")
+    h.add_argument("--out", required=True)
+    h.add_argument("--snakefile", required=True)
+    h.add_argument("--configfile", action="append", default=[])
+    h.add_argument("--target", action="append", default=[])
+
+    ps = sub.add_parser("pbs-submit", help="cluster-generic submit command: qsub one Snakemake jobscript, "
+                        "print the job id")
+    ps.add_argument("--dialect", choices=("pbspro", "torque"), default="pbspro")
+    ps.add_argument("--log-dir", default="logs/pbs")
+    ps.add_argument("--extra", default="", help="more qsub arguments, for every job")
+    ps.add_argument("--exclusive", default=None,
+                    help="qsub arguments that make a whole-node job exclusive "
+                         "(default: '-l place=excl' for pbspro, none for torque)")
+    ps.add_argument("--print", action="store_true", help="print the qsub command line instead of running it")
+    ps.add_argument("jobscript")
+    st = sub.add_parser("pbs-status", help="cluster-generic status command: running|success|failed")
+    st.add_argument("--dialect", choices=("auto", "pbspro", "torque"), default="auto")
+    st.add_argument("--vanished", choices=("success", "failed"), default="success",
+                    help="verdict for a job qstat no longer knows (default success: "
+                         "Snakemake still checks that its outputs exist)")
+    st.add_argument("--verbose", action="store_true", help="print the reason to stderr")
+    st.add_argument("jobid")
+    return ap
+
+
+def _plan(a):
+    from . import ConfigError
+    from .study import load_study_file
+    try:
+        st = load_study_file(a.study)
+    except ConfigError as e:
+        print(f"invalid study: {e}", file=sys.stderr)
+        return 2
+    st.write_plan(a.out or f"results/{st.name}/plan.tsv")
+    return 0
+
+
+def _pbs_submit(a):
+    import subprocess
+    from . import cluster
+    props = cluster.read_job_properties(a.jobscript)
+    logdir = Path(a.log_dir).resolve()
+    log = logdir / f"{cluster.job_name(props)}.{props.get('jobid', 'x')}.{int(time.time())}.log"
+    argv = cluster.qsub_argv(props, a.dialect, log, cluster.split_args(a.extra),
+                             None if a.exclusive is None else cluster.split_args(a.exclusive))
+    argv.append(a.jobscript)
+    if a.print:
+        print(" ".join(argv))
+        return 0
+    logdir.mkdir(parents=True, exist_ok=True)
+    p = subprocess.run(argv, capture_output=True, text=True)
+    out = p.stdout.strip()
+    if p.returncode != 0 or not out:
+        sys.stderr.write(f"qsub failed (exit {p.returncode}): {' '.join(argv)}\n{p.stdout}{p.stderr}")
+        return p.returncode or 1
+    print(out.splitlines()[-1].strip())        # the job id, e.g. 1234.pbs-server
+    return 0
+
+
+def _pbs_status(a):
+    from . import cluster
+    st = cluster.job_status(a.jobid, a.dialect, a.vanished)
+    if a.verbose or st.status == cluster.FAILED:
+        sys.stderr.write(f"pbs job {a.jobid}: {st.status}: {st.reason}\n")
+    print(st.status)
+    return 0
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)
+    if a.cmd == "plan":
+        return _plan(a)
+    if a.cmd == "retry-failed":
+        from .records import set_aside_failed
+        for rid, status in set_aside_failed(a.results, a.status):
+            print(f"set aside {rid} ({status})")
+    elif a.cmd == "build":
         from .build import build
         build(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.binary, a.log)
     elif a.cmd == "run":
         from .runner import execute
         rec = execute(json.loads(a.spec), a.binary, a.record)
         print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
-    elif a.cmd == "plan":
-        from . import ConfigError
-        from .study import load_study_file
-        try:
-            st = load_study_file(a.study)
-        except ConfigError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        st.write_plan(a.out or f"results/{st.name}/plan.tsv")
-    elif a.cmd == "retry-failed":
-        from .records import set_aside_failed
-        for rid, status in set_aside_failed(a.results, a.status):
-            print(f"set aside {rid} ({status})")
+    elif a.cmd == "tables":
+        from . import aggregate
+        aggregate.write_tables(a.results, a.out, a.plan)
+    elif a.cmd == "figures":
+        from . import aggregate, plots
+        plots.make_figures(aggregate.read_tables(a.tables), a.out, json.loads(a.settings))
+    elif a.cmd == "summary":
+        from .report import write_summary
+        write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
+    elif a.cmd == "html":
+        from .report import build_html
+        build_html(a.out, a.snakefile, a.configfile, a.target)
+    elif a.cmd == "pbs-submit":
+        return _pbs_submit(a)
+    elif a.cmd == "pbs-status":
+        return _pbs_status(a)
     return 0
 
 

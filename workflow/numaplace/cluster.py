@@ -12,7 +12,7 @@ Two halves:
   * PBS — the qsub command line for a job (PBS Pro/OpenPBS `select` dialect or the
     Torque `nodes=1:ppn=` dialect) and the mapping of every qstat job state to the
     running|success|failed that Snakemake's cluster-generic executor expects.
-    profiles/pbs/submit.py and status.py are thin wrappers over these functions.
+    `numaplace pbs-submit` and `numaplace pbs-status` (numaplace.cli) are thin wrappers over these functions.
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """The report: summary.md (key tables, failures, drift, figure links) and the HTML
-report (Snakemake's own `--report`), plus the entry points the report rules call:
-
-    python -m numaplace.report tables  --results results/<study> --plan <plan.tsv> --out <dir>
-    python -m numaplace.report figures --tables <dir> --out report/<study>/figures [--settings JSON]
-    python -m numaplace.report summary --tables <dir> --figures <dir> --out report/<study>/summary.md
-    python -m numaplace.report html    --out report/<study>/report.html --snakefile Snakefile
-                                       [--configfile <study>] [--target ...]
+report (Snakemake's own `--report`). The report rules reach them through the
+`numaplace tables|figures|summary|html` commands (numaplace.cli).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import shlex
@@ -218,42 +211,3 @@ def build_html(out, snakefile, configfiles=(), targets=(), workdir="."):
     if r.returncode != 0 or not Path(workdir, out).exists():
         raise RuntimeError(f"snakemake --report failed (exit {r.returncode})")
     return out
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m numaplace.report")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tables", help="run records → tables/*.csv")
-    t.add_argument("--results", required=True, help="results/<study>")
-    t.add_argument("--plan")
-    t.add_argument("--out", required=True)
-    f = sub.add_parser("figures", help="tables → figures/<kind>/*.svg|png + figures.csv")
-    f.add_argument("--tables", required=True)
-    f.add_argument("--out", required=True)
-    f.add_argument("--settings", default="{}", help="JSON: plot settings (see plots.DEFAULTS)")
-    s = sub.add_parser("summary", help="tables + figures → summary.md")
-    s.add_argument("--tables", required=True)
-    s.add_argument("--figures", required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--study")
-    s.add_argument("--description")
-    s.add_argument("--plan")
-    h = sub.add_parser("html", help="snakemake --report")
-    h.add_argument("--out", required=True)
-    h.add_argument("--snakefile", required=True)
-    h.add_argument("--configfile", action="append", default=[])
-    h.add_argument("--target", action="append", default=[])
-    a = ap.parse_args(argv)
-    if a.cmd == "tables":
-        aggregate.write_tables(a.results, a.out, a.plan)
-    elif a.cmd == "figures":
-        plots.make_figures(aggregate.read_tables(a.tables), a.out, json.loads(a.settings))
-    elif a.cmd == "summary":
-        write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
-    elif a.cmd == "html":
-        build_html(a.out, a.snakefile, a.configfile, a.target)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

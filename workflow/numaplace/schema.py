@@ -13,7 +13,7 @@ import yaml
 
 from . import ConfigError
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 def _schema(name):

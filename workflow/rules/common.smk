@@ -1,11 +1,14 @@
 # Load and check the study before anything is built or run; name the files and runs.
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
 
-WORKFLOW_DIR = str(Path(workflow.basedir) / "workflow")
-sys.path.insert(0, WORKFLOW_DIR)
+# numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
+# `numaplace` command sits beside this interpreter: put that first on PATH so the jobs and
+# the cluster profiles' submit/status commands find it without an activated venv.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 from numaplace import ConfigError
 from numaplace.study import Study
@@ -26,7 +29,6 @@ try:
 except ConfigError as e:
     raise WorkflowError(f"invalid study: {e}") from None
 
-PY = sys.executable
 RESULTS = f"results/{STUDY.name}"
 BUILD_DIR = f"results/build/{STUDY.build_key()}"
 PLAN = f"{RESULTS}/plan.tsv"
@@ -47,5 +49,5 @@ wildcard_constraints:
     variant="default|serial-init|mcmodel-medium",
 
 
-# the package CLI, run by this interpreter (paths quoted for the shell)
-NUMAPLACE = f"PYTHONPATH={shlex.quote(WORKFLOW_DIR)} {shlex.quote(PY)} -m numaplace.cli"
+# the package's command (numaplace.cli), found through PATH above
+NUMAPLACE = "numaplace"

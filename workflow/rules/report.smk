@@ -13,9 +13,6 @@ SUMMARY_MD = f"{REPORT_DIR}/summary.md"
 REPORT_HTML = f"{REPORT_DIR}/report.html"
 REPORT_LOGS = f"{RESULTS}/logs/report"
 
-# the package's report entry points, run by this interpreter
-REPORT_PY = f"PYTHONPATH={shlex.quote(WORKFLOW_DIR)} {shlex.quote(PY)} -m numaplace.report"
-
 report: "../report/workflow.rst"
 
 
@@ -66,7 +63,7 @@ rule aggregate_tables:
     log:
         f"{REPORT_LOGS}/tables.log",
     shell:
-        "{REPORT_PY} tables --results {RESULTS:q} --plan {input.plan:q} --out {TABLES_DIR:q} > {log:q} 2>&1"
+        "{NUMAPLACE} tables --results {RESULTS:q} --plan {input.plan:q} --out {TABLES_DIR:q} > {log:q} 2>&1"
 
 
 rule plot_figures:
@@ -85,7 +82,7 @@ rule plot_figures:
     log:
         f"{REPORT_LOGS}/figures.log",
     shell:
-        "{REPORT_PY} figures --tables {TABLES_DIR:q} --out {FIGURES_DIR:q} --settings {params.settings:q}"
+        "{NUMAPLACE} figures --tables {TABLES_DIR:q} --out {FIGURES_DIR:q} --settings {params.settings:q}"
         " > {log:q} 2>&1"
 
 
@@ -101,7 +98,7 @@ rule write_summary:
     log:
         f"{REPORT_LOGS}/summary.log",
     shell:
-        "{REPORT_PY} summary --tables {TABLES_DIR:q} --figures {FIGURES_DIR:q} --plan {input.plan:q}"
+        "{NUMAPLACE} summary --tables {TABLES_DIR:q} --figures {FIGURES_DIR:q} --plan {input.plan:q}"
         " --study {STUDY.name:q} --description={params.description:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -120,5 +117,5 @@ rule report_html:
     log:
         f"{REPORT_LOGS}/html.log",
     shell:
-        "{REPORT_PY} html --out {output:q} --snakefile {params.snakefile:q} {params.configfiles}"
+        "{NUMAPLACE} html --out {output:q} --snakefile {params.snakefile:q} {params.configfiles}"
         " > {log:q} 2>&1"
