@@ -28,7 +28,7 @@ rule plan:
 
 rule build:
     input:
-        BINARIES,
+        BUILDS,
 
 
 rule runs:

@@ -118,3 +118,50 @@ def single_run_spec(cpu=0, **run_settings):
             "placement": {"id": f"c{cpu}", "shape": f"cpus {cpu}", "cpus": str(cpu), "threads": 1,
                           "nodes": "0", "layout": "1 on 0", "memory": "local", "memory_nodes": "",
                           "binding": "process", "launcher": "taskset"}}
+
+
+# -- NASA's NPB tarballs as distributed (../shared/npb/) -----------------------------------
+SHARED_NPB = REPO.parent / "shared" / "npb"
+
+
+@pytest.fixture(scope="session")
+def nasa_npb():
+    """nasa_npb("3.4.2") → {"tarball": Path, "sha256": str} from ../shared/npb/ (skips
+    with the reason when the tarballs are not beside the clone)."""
+    sums = SHARED_NPB / "SHA256SUMS"
+    if not sums.exists():
+        pytest.skip(f"NASA's NPB tarballs are not at {SHARED_NPB} (see ../shared/npb/README.md)")
+    known = {name: digest for digest, name in (line.split() for line in sums.read_text().splitlines() if line.strip())}
+
+    def _get(release):
+        name = f"NPB{release}.tar.gz"
+        if name not in known or not (SHARED_NPB / name).exists():
+            pytest.skip(f"{SHARED_NPB / name} is missing")
+        return {"tarball": SHARED_NPB / name, "sha256": known[name]}
+
+    return _get
+
+
+@pytest.fixture(scope="session")
+def official_build(nasa_npb, tmp_path_factory):
+    """(release, bench, cls, variant) → binary, built by numaplace.build.build from
+    NASA's tarball as a study would (one tree per variant, shared source folder)."""
+    from numaplace.build import build
+    root = tmp_path_factory.mktemp("nasa-build")
+    built = {}
+
+    def _build(release, bench, cls, variant):
+        key = (release, bench, cls, variant)
+        if key not in built:
+            npb = nasa_npb(release)
+            settings = {"source": str(npb["tarball"]), "sha256": npb["sha256"]}
+            d = root / release / variant
+            binary, log = d / "bin" / f"{bench}.{cls}.x", d / "logs" / f"{bench}.{cls}.log"
+            try:
+                build(settings, variant, bench, cls, d / "tree", binary, log)
+            except RuntimeError as e:
+                pytest.fail(f"{e}\n{log.read_text(errors='replace')[-3000:] if log.exists() else ''}")
+            built[key] = binary
+        return built[key]
+
+    return _build

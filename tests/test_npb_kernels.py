@@ -97,10 +97,11 @@ def test_concurrent_builds_of_one_tree(repo, tmp_path):
     tree = tmp_path / "serial-init" / "tree"
     procs = [subprocess.Popen([sys.executable, "-m", "numaplace", "build", "--settings", json.dumps({}),
                                "--variant", "serial-init", "--bench", bench, "--cls", "S",
-                               "--tree", str(tree), "--binary", str(tmp_path / f"{bench}.S.x"),
+                               "--tree", str(tree), "--record", str(tmp_path / f"{bench}.S.build.json"),
                                "--log", str(tmp_path / f"{bench}.log")])
              for bench in ("cg", "mg")]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     for bench in ("cg", "mg"):
+        assert json.loads((tmp_path / f"{bench}.S.build.json").read_text())["status"] == "ok"
         r = run(tmp_path / f"{bench}.S.x", 2, tmp_path)
         assert r.returncode == 0 and npb_output.parse(r.stdout)["init_order"] == "serial"

@@ -121,7 +121,7 @@ def run_in_guest(tool, shares, command, timeout, started):
 
 
 @pytest.fixture(scope="module")
-def vm(npb_build, numaplace_wheel, tmp_path_factory):
+def vm(npb_build, numaplace_wheel, official_npb_jobs, tmp_path_factory):
     """Build the binaries, plan the study, run every planned run (and the drift run) in
     one guest; → {"study", "records": {name: record}, "out": guest output, "timings"}."""
     tool = _skip_unless_numa_vm()
@@ -145,6 +145,7 @@ def vm(npb_build, numaplace_wheel, tmp_path_factory):
     drift["spec"]["argv"] = ["--membind=3" if a == "--membind=2" else a for a in drift["spec"]["argv"]]
     drift.update(name="drift-membind3", record=str(base / "runs" / "drift-membind3" / "record.json"))
     jobs.append(drift)
+    jobs += official_npb_jobs(study, base)
     built = time.monotonic()
 
     jobs_file, out_file = base / "jobs.json", base / "guest-out.json"
@@ -170,6 +171,32 @@ def vm(npb_build, numaplace_wheel, tmp_path_factory):
     sys.stderr.write(f"\nnuma-vm timings: {json.dumps(timings)}\n")
     return {"study": study, "jobs": {j["name"]: j for j in jobs}, "records": records, "out": out,
             "timings": timings, "base": base}
+
+
+OFFICIAL = [(release, bench, variant) for release in ("3.4.2", "3.3.1") for bench in ("cg", "mg")
+            for variant in ("default", "serial-init")]
+
+
+@pytest.fixture(scope="module")
+def official_npb_jobs(request):
+    """NASA's CG.W and MG.W (both releases, default and serial-init), each run with the
+    plan's 1/1-on-nodes-0,3 pinned placement; none when the tarballs are absent (their
+    test then skips, saying why)."""
+    def jobs(study, base):
+        try:
+            build = request.getfixturevalue("official_build")
+            request.getfixturevalue("nasa_npb")("3.4.2")
+        except pytest.skip.Exception:
+            return []
+        out = []
+        for release, bench, variant in OFFICIAL:
+            spec = dict(study.run_params(f"{bench}.W.{variant}.l11-n0n3.r1"))
+            name = f"nasa-{release}-{bench}-{variant}"
+            spec["run_id"] = name
+            out.append({"name": name, "spec": spec, "binary": str(build(release, bench, "W", variant)),
+                        "record": str(base / "runs" / name / "record.json")})
+        return out
+    return jobs
 
 
 def rec_of(vm, part):
@@ -217,7 +244,10 @@ def test_records_ran_the_plans_commands(vm):
         spec = vm["jobs"][name]["spec"]
         assert rec["argv"] == [rec["binary"] if a == "BINARY" else a for a in spec["argv"]]
         assert rec["env"] == spec["env"]
-        if name != "drift-membind3":
+        if name.startswith("nasa-"):            # the plan's l11 run, with NASA's binary
+            planned = study.run_params(f"{rec['bench']}.W.{rec['variant']}.l11-n0n3.r1")
+            assert {**spec, "run_id": planned["run_id"]} == planned
+        elif name != "drift-membind3":
             assert spec == study.run_params(name)
 
 
@@ -285,3 +315,22 @@ def test_e_membind_overridden_by_hand_is_drift(vm):
     assert m["distribution"]["3"] >= 0.95 and m["share_under_policy"] <= 0.05
     assert any("membind node(s) 2" in r and "N3=" in r for r in f["reasons"]), f["reasons"]
     assert any("bind:3" in r for r in f["reasons"]), f["reasons"]
+
+
+@pytest.mark.parametrize("release", ["3.4.2", "3.3.1"])
+@pytest.mark.parametrize("bench", ["cg", "mg"])
+def test_f_official_serial_init_keeps_pages_on_the_masters_node(vm, nasa_npb, bench, release):
+    """NASA's own kernels, serial-init transformation applied by numaplace: with threads on
+    nodes 0 and 3 (balancing off, recorded in the guest facts), the serial-init build keeps
+    ≥ 95 % of the data pages on the master's node 0; the default build spreads them."""
+    nasa_npb(release)
+    assert vm["out"]["facts"]["numa_balancing"] == "0"
+    shares_of = {}
+    for variant in ("default", "serial-init"):
+        rec = vm["records"][f"nasa-{release}-{bench}-{variant}"]
+        assert rec["npb"]["implementation"] == "nasa" and rec["npb"]["version"].startswith(release[:3])
+        shares_of[variant] = check_ok_run(rec, MIN_BYTES[bench])
+    sys.stderr.write(f"\nNASA {release} {bench}.W 1/1 on nodes 0,3: " + "; ".join(
+        f"{v}: " + " ".join(f"N{n}={s:.1%}" for n, s in sorted(d.items())) for v, d in shares_of.items()) + "\n")
+    assert shares_of["serial-init"].get(0, 0) >= 0.95, shares_of
+    assert shares_of["default"].get(0, 0) <= 0.90 and shares_of["default"].get(3, 0) >= 0.10, shares_of

@@ -172,18 +172,3 @@ def test_busy_machine_is_refused_or_flagged(npb_build, tmp_path):
     assert refused["status"] == "not-idle" and "0" in refused["idle"]["busy_cpus"]
     assert refused.get("exit_status") is None and not (tmp_path / "a" / "stdout").exists()
     assert flagged["status"] == "ok" and flagged["idle"]["idle"] is False
-
-
-def test_official_source_fetch_checks_sha256(repo, tmp_path):
-    import hashlib
-    import tarfile
-    from numaplace import ConfigError
-    from numaplace.build import fetch_source, find_omp_tree
-    tarball = tmp_path / "NPB3.4-fixture.tar.gz"
-    with tarfile.open(tarball, "w:gz") as tf:
-        tf.add(repo / "tests/fixtures/npb-official/NPB3.4-OMP", arcname="NPB3.4.2/NPB3.4-OMP")
-    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
-    tree = find_omp_tree(fetch_source(f"file://{tarball}", digest, tmp_path / "dl"))
-    assert tree.name == "NPB3.4-OMP" and (tree / "CG" / "cg_data.f90").exists()
-    with pytest.raises(ConfigError, match="sha256 mismatch"):
-        fetch_source(str(tarball), "0" * 64, tmp_path / "dl2")

@@ -32,18 +32,20 @@ def _parser():
     rf.add_argument("--status", nargs="*", default=None,
                     help="statuses to retry (default: every status but ok)")
 
-    b = sub.add_parser("build", help="build one NPB binary (the npb_build rule)")
+    b = sub.add_parser("build", help="build one NPB binary → its build record (the npb_build rule)")
     b.add_argument("--settings", required=True, help="JSON: the study's npb section")
     b.add_argument("--variant", required=True)
     b.add_argument("--bench", required=True)
     b.add_argument("--cls", required=True)
     b.add_argument("--tree", required=True)
-    b.add_argument("--binary", required=True)
+    b.add_argument("--record", required=True, help="<dir>/<bench>.<cls>.build.json; the binary goes beside it")
     b.add_argument("--log", required=True)
 
     r = sub.add_parser("run", help="one measured run → record.json (the measure rule)")
     r.add_argument("--spec", required=True, help="JSON: the run's params from the plan")
-    r.add_argument("--binary", required=True)
+    what = r.add_mutually_exclusive_group(required=True)
+    what.add_argument("--build", help="the binary's build record (a failed build → a build-failed record)")
+    what.add_argument("--binary", help="run this binary")
     r.add_argument("--record", required=True)
 
     t = sub.add_parser("tables", help="run records → tables/*.csv")
@@ -139,11 +141,13 @@ def main(argv=None):
         for rid, status in set_aside_failed(a.results, a.status):
             print(f"set aside {rid} ({status})")
     elif a.cmd == "build":
-        from .build import build
-        build(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.binary, a.log)
+        from .build import write_build_record
+        out = write_build_record(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.record, a.log)
+        print(f"{a.bench}.{a.cls} ({a.variant}): {out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
     elif a.cmd == "run":
-        from .runner import execute
-        rec = execute(json.loads(a.spec), a.binary, a.record)
+        from .runner import execute, execute_build
+        spec = json.loads(a.spec)
+        rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record)
         print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
     elif a.cmd == "tables":
         from . import aggregate

@@ -209,7 +209,7 @@ def _memory(rec, nodes_of_cpus, cfg):
 def verdict(rec, settings=None):
     """The fidelity verdict of a run record (see the module doc)."""
     status = rec.get("status")
-    if status in ("placement-failed", "not-idle"):
+    if status in ("placement-failed", "not-idle", "build-failed"):
         return {"verdict": "unknown", "reason": f"the run did not execute ({status})"}
     if rec.get("captures") is None:
         return {"verdict": "unknown", "reason": rec.get("captures_note") or "no capture for this run"}

@@ -41,5 +41,18 @@ def set_aside_failed(results_dir, statuses=None):
                 if p.name == "record.json":   # Snakemake write-protects finished records
                     os.chmod(p, p.stat().st_mode | stat.S_IWUSR)
                 shutil.move(str(p), dest / p.name)
+        if rec["status"] == "build-failed":
+            _set_aside_failed_build(rec)
         moved.append((rec["run_id"], rec["status"]))
     return moved
+
+
+def _set_aside_failed_build(rec):
+    """Retrying a build-failed run tries its build again: the failed build record is
+    renamed (kept beside the log), so Snakemake builds that binary once more."""
+    build = Path(rec["binary"]).with_suffix(".build.json")
+    if build.exists() and json.loads(build.read_text()).get("status") != "ok":
+        n = 1
+        while build.with_suffix(f".failed-{n}.json").exists():
+            n += 1
+        build.rename(build.with_suffix(f".failed-{n}.json"))

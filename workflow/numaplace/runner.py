@@ -1,7 +1,7 @@
 """One measured run: idle check → placement probe → launch under capture → record.
 
 Every outcome is a record (ok, unverified, failed, timeout, placement-failed,
-not-idle); the record is written atomically at the end, so an interrupted run never
+not-idle, build-failed); the record is written atomically at the end, so an interrupted run never
 leaves something that looks complete.
 """
 from __future__ import annotations
@@ -104,6 +104,34 @@ def _interrupt(signum, frame):
     raise Interrupted(f"signal {signum}")
 
 
+def execute_build(spec, build_record, record_path):
+    """Run spec with the binary of a build record (numaplace build); a failed build gives
+    the run a `build-failed` record carrying the build's reason, and nothing executes."""
+    build = json.loads(Path(build_record).read_text())
+    if build["status"] == "ok":
+        return execute(spec, build["binary"], record_path)
+    record_path = Path(record_path)
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    rec = {"record_version": RECORD_VERSION, "run_id": spec["run_id"], "study": spec["study"],
+           "bench": spec["bench"], "class": spec["class"], "variant": spec["variant"],
+           "rep": spec["rep"], "placement": spec["placement"], "binary": build["binary"],
+           "argv": spec["argv"], "env": spec["env"], **host_facts(), "build": build,
+           "capture_settings": spec.get("capture", {}), "run_settings": spec.get("run", {}),
+           "status": "build-failed", "reason": build["reason"], "captures": None,
+           "captures_note": "the run did not execute: its binary could not be built",
+           "finished": now()}
+    from .fidelity import verdict
+    rec["fidelity"] = verdict(rec)
+    _write_json(record_path, rec)
+    return rec
+
+
+def _write_json(path, data):
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=False))
+    os.replace(tmp, path)
+
+
 def execute(spec, binary, record_path):
     """Run spec (the plan's run params) with `binary`; write the record; return it."""
     # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
@@ -146,9 +174,7 @@ def _execute(spec, binary, record_path):
         rec["finished"] = now()
         from .fidelity import verdict
         rec["fidelity"] = verdict(rec)
-        tmp = record_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
-        os.replace(tmp, record_path)
+        _write_json(record_path, rec)
         return rec
 
     local_capture = p["launcher"] != "aprun"     # aprun'd processes run on a compute node

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from . import ConfigError
+from .build import check_source
 from .launch import command
 from .placement import expand_experiment
 from .schema import validate_study
@@ -53,6 +54,7 @@ class Study:
         self.where = str(where)
         self.config = validate_study(config, self.where)
         self.name = self.config["study"]
+        check_source(self.npb, self.where)
         self.config_dir = Path(config_dir)
         self.topology = self._topology()
         self.runs = self._expand()

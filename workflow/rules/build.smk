@@ -1,4 +1,5 @@
 # NPB binaries: one tree per variant under results/build/<hash of source and flags>/.
+# A build always writes its record; a failed one says why, and its runs record that.
 # On a cluster a build is an ordinary one-CPU job (numaplace.cluster).
 from numaplace import cluster
 
@@ -18,7 +19,7 @@ rule plan_table:
 
 rule npb_build:
     output:
-        f"{BUILD_DIR}/{{variant}}/bin/{{bench}}.{{cls}}.x",
+        f"{BUILD_DIR}/{{variant}}/bin/{{bench}}.{{cls}}.build.json",
     log:
         f"{BUILD_DIR}/{{variant}}/logs/{{bench}}.{{cls}}.log",
     params:
@@ -32,4 +33,4 @@ rule npb_build:
     shell:
         "{NUMAPLACE} build --settings {params.settings:q} --variant {wildcards.variant}"
         " --bench {wildcards.bench} --cls {wildcards.cls} --tree {params.tree:q}"
-        " --binary {output:q} --log {log:q}"
+        " --record {output:q} --log {log:q} > /dev/null"

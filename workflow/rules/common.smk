@@ -34,11 +34,12 @@ BUILD_DIR = f"results/build/{STUDY.build_key()}"
 PLAN = f"{RESULTS}/plan.tsv"
 
 
-def binary_path(bench, cls, variant):
-    return f"{BUILD_DIR}/{variant}/bin/{bench}.{cls}.x"
+def build_record_path(bench, cls, variant):
+    # the build's record; the binary, when the build succeeded, is beside it
+    return f"{BUILD_DIR}/{variant}/bin/{bench}.{cls}.build.json"
 
 
-BINARIES = [binary_path(b, c, v) for b, c, v in STUDY.binaries()]
+BUILDS = [build_record_path(b, c, v) for b, c, v in STUDY.binaries()]
 RECORDS = [f"{RESULTS}/runs/{r.run_id}/record.json" for r in STUDY.runs]
 _RUNS = {r.run_id: r for r in STUDY.runs}
 

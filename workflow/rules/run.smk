@@ -4,14 +4,14 @@
 from numaplace import cluster
 
 
-def run_binary(wc):
+def run_build(wc):
     r = _RUNS[wc.run]
-    return binary_path(r.bench, r.cls, r.variant)
+    return build_record_path(r.bench, r.cls, r.variant)
 
 
 rule measure:
     input:
-        binary=run_binary,
+        build=run_build,
     output:
         protected(f"{RESULTS}/runs/{{run}}/record.json"),
     params:
@@ -27,4 +27,4 @@ rule measure:
         **cluster.queue_resources(STUDY),
     shell:
         # the job's walltime lets the runner time out (and record it) before the scheduler kills it
-        "NUMAPLACE_WALLTIME_MIN={resources.runtime} {NUMAPLACE} run --spec {params.spec:q} --binary {input.binary:q} --record {output:q}"
+        "NUMAPLACE_WALLTIME_MIN={resources.runtime} {NUMAPLACE} run --spec {params.spec:q} --build {input.build:q} --record {output:q}"
