@@ -18,6 +18,19 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 
+# In CI (CI=true, set by .ci/run) every rig is installed: a test that cannot find one fails
+# instead of skipping, so the claims that rest on the rigs are never silently untested.
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def need_rig(reason):
+    """A rig this test needs is missing: skip with the reason (and the command that
+    installs it) on a developer's machine; fail in CI."""
+    if IN_CI:
+        pytest.fail(f"CI=true, but a rig is missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO
@@ -34,7 +47,7 @@ def npb_build(tmp_path_factory):
     numaplace.build.build from a copy of npb/src in a session temp dir (npb/src itself is
     not touched); each (bench, class, variant, settings) is built once per session."""
     if not shutil.which("make") or not shutil.which("gfortran"):
-        pytest.skip("make/gfortran not installed: cannot build NPB binaries")
+        need_rig("make/gfortran not installed: cannot build NPB binaries (bash .ci/setup installs them)")
     from numaplace.build import build
     root = tmp_path_factory.mktemp("npb-build")
     built = {}
@@ -104,6 +117,18 @@ def run_snakemake(wf, *args, check=True, timeout=1800):
     return r
 
 
+RUN_FILES = ("record.json", "numa_maps.peak.txt", "numa_maps.steady.txt", "numastat.process.txt")
+
+
+def copy_run_files(rundir, dest):
+    """The files of a run that the tables and the judge read (not stdout or samples)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in RUN_FILES:
+        if (rundir / name).exists():
+            shutil.copy(rundir / name, dest / name)
+            os.chmod(dest / name, 0o644)
+
+
 def read_records(wf, study):
     return {p.parent.name: json.loads(p.read_text())
             for p in (wf / "results" / study / "runs").glob("*/record.json")}
@@ -130,13 +155,14 @@ def nasa_npb():
     with the reason when the tarballs are not beside the clone)."""
     sums = SHARED_NPB / "SHA256SUMS"
     if not sums.exists():
-        pytest.skip(f"NASA's NPB tarballs are not at {SHARED_NPB} (see ../shared/npb/README.md)")
+        need_rig(f"NASA's NPB tarballs are not at {SHARED_NPB} (../shared/npb/ beside the clone: "
+                 "see its README.md)")
     known = {name: digest for digest, name in (line.split() for line in sums.read_text().splitlines() if line.strip())}
 
     def _get(release):
         name = f"NPB{release}.tar.gz"
         if name not in known or not (SHARED_NPB / name).exists():
-            pytest.skip(f"{SHARED_NPB / name} is missing")
+            need_rig(f"{SHARED_NPB / name} is missing (../shared/npb/README.md)")
         return {"tarball": SHARED_NPB / name, "sha256": known[name]}
 
     return _get

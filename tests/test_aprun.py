@@ -78,7 +78,7 @@ def test_plan_shows_and_runner_gets_the_same_command(thesis):
 def test_aprun_refuses_memory_policies(memory):
     cfg = {"study": "x", "platform": "magny-cours", "launcher": "aprun", "classes": ["S"],
            "experiments": [{"name": "e", "memory": [memory], "placements": [{"cpus": "0-5"}]}]}
-    with pytest.raises(ConfigError, match="aprun"):
+    with pytest.raises(ConfigError, match=r"aprun has no interleave/membind/preferred control \(only first touch\)$"):
         Study(cfg, "x.yaml", REPO / "config")
 
 

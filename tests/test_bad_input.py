@@ -36,8 +36,9 @@ def platform(**changes):
 # (case id, study dict or raw text, platform override or None, entry expected, problem expected)
 CASES = [
     ("malformed-yaml", "study: x\nexperiments: [\n", None, "YAML", "malformed YAML"),
-    ("unknown-top-key", study(repetitons=3), None, "(top level)", "unknown key"),
-    ("unknown-placement-key", study(experiments=exp({"cpu": "0"})), None, "experiments[0].placements[0]", "cpu"),
+    ("unknown-top-key", study(repetitons=3), None, "(top level)", "unknown key: Additional properties are not allowed ('repetitons' was unexpected)"),
+    ("unknown-placement-key", study(experiments=exp({"cpu": "0"})), None, "experiments[0].placements[0]",
+     "unknown key: Additional properties are not allowed ('cpu' was unexpected)"),
     ("cpu-not-in-topology", study(experiments=exp({"cpus": "0-3,99"})), None,
      "experiments[0] (e).placements[0].cpus", "CPU 99 is not in platform x4600"),
     ("layout-sum-not-threads", study(experiments=exp({"layout": "2/2", "nodes": [0, 1], "threads": 5})), None,
@@ -70,7 +71,8 @@ CASES = [
     ("platform-cpu-twice", study(platform="p"), platform(nodes=[{"id": 0, "cpus": "0-1"}, {"id": 1, "cpus": "1-2"}]),
      "nodes[1] (node 1).cpus", "CPU 1 is already in node 0"),
     ("platform-distances-shape", study(platform="p"), platform(distances=[[10, 20]]), "distances", "2x2 matrix"),
-    ("platform-unknown-key", study(platform="p"), platform(sockets=2), "(top level)", "unknown key"),
+    ("platform-unknown-key", study(platform="p"), platform(sockets=2), "(top level)",
+     "unknown key: Additional properties are not allowed ('sockets' was unexpected)"),
     ("platform-malformed", study(platform="p"), "name: p\nnodes: [{id: 0\n", "YAML", "malformed YAML"),
 ]
 

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import tarfile
 import threading
-from pathlib import Path
 
 import pytest
 

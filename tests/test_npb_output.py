@@ -2,6 +2,7 @@
 import re
 
 import pytest
+from conftest import need_rig
 
 from numaplace import npb_output
 
@@ -17,7 +18,7 @@ def sections(repo):
 @pytest.fixture(scope="module")
 def official(repo):
     if not (repo / SAMPLE).exists():
-        pytest.skip(f"{SAMPLE} not present (the shared docs sit beside the clone)")
+        need_rig(f"{SAMPLE} not present (the shared docs sit beside the clone)")
     return sections(repo)
 
 

@@ -268,3 +268,12 @@ def test_sampler_knows_when_it_runs_off_the_benchmarks_cpus(tmp_path):
     assert summary["sampler_cpus"] == str(own_cpu) and summary["sampler_shared_cpus"] is False
     (t,) = summary["threads"].values()
     assert t["allowed"] == str(bench_cpu) and set(t["cpus"]) == {str(bench_cpu)}
+
+
+@pytest.mark.parametrize("page_kb", [4, 16, 64])
+def test_base_page_size_of_the_kernel_is_honoured(page_kb):
+    """arm64/ppc64 kernels use 16/64 KiB base pages: an ordinary anonymous mapping's
+    N<k>= counts pages of kernelpagesize_kB, not of 4 KiB."""
+    mp = parse_line(f"7f00 default anon=30 dirty=30 N0=10 N1=20 kernelpagesize_kB={page_kb}")
+    assert mp.bytes_per_node == {0: 10 * page_kb * 1024, 1: 20 * page_kb * 1024}
+    assert summarize([mp])["data_bytes"] == {0: 10 * page_kb * 1024, 1: 20 * page_kb * 1024}

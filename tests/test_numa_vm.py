@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_run_files, need_rig
 
 from numaplace.study import load_study_file
 
@@ -65,17 +66,17 @@ def numa_vm_path():
 def _skip_unless_numa_vm():
     tool = numa_vm_path()
     if not tool.is_file() or not os.access(tool, os.X_OK):
-        pytest.skip(f"numa-vm not found at {tool} (set NUMA_VM to its path)")
+        need_rig(f"numa-vm not found at {tool} (../shared/tools/numa-vm beside the clone, or NUMA_VM=<path>)")
     qemu = os.environ.get("NUMA_VM_QEMU", "qemu-system-x86_64")
     if not shutil.which(qemu):
-        pytest.skip(f"{qemu} not installed (numa-vm needs QEMU: apt-get install qemu-system-x86)")
+        need_rig(f"{qemu} not installed (numa-vm needs QEMU: bash .ci/setup --tests, or numa-vm build)")
     home = Path(os.environ.get("NUMA_VM_HOME") or
                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numa-vm")
     missing = [p for p in ("initrd.cpio", "rootfs.sqfs") if not (home / p).exists()]
     if not ((home / "kernel" / "vmlinux").exists() or (home / "kernel" / "vmlinuz").exists()):
         missing.append("kernel/vmlinux")
     if missing:
-        pytest.skip(f"numa-vm guest artifacts missing in {home} ({', '.join(missing)}): "
+        need_rig(f"numa-vm guest artifacts missing in {home} ({', '.join(missing)}): "
                     f"run `{tool} build` as root")
     return tool
 
@@ -89,7 +90,7 @@ def _vm_opts(shares):
 
 
 def _boot_failed(what, p):
-    pytest.skip(f"numa-vm cannot boot here ({what} exit {p.returncode}): "
+    need_rig(f"numa-vm cannot boot here ({what} exit {p.returncode}): "
                 f"{(p.stderr or '').strip()[-1500:]}")
 
 
@@ -165,6 +166,10 @@ def vm(npb_build, numaplace_wheel, official_npb_jobs, tmp_path_factory):
         res = out["jobs"][j["name"]]
         assert res["rc"] == 0, f"{j['name']}: numaplace run failed: {res['stdout']}\n{res['stderr']}"
         records[j["name"]] = json.loads(Path(j["record"]).read_text())
+    keep = os.environ.get("NUMAPLACE_KEEP_VM_RECORDS")      # tests/fixtures/real/regenerate.py
+    if keep:
+        for j in jobs:
+            copy_run_files(Path(j["record"]).parent, Path(keep) / "runs" / j["name"])
     timings.update(build_and_plan_s=built - t0, fixture_s=time.monotonic() - t0,
                    runs_s={k: v["seconds"] for k, v in out["jobs"].items()})
     (base / "timings.json").write_text(json.dumps(timings, indent=1))
@@ -286,9 +291,10 @@ def test_d_layout_1_1_first_touch_follows_the_threads(vm, bench):
     assert rec["argv"][:2] == ["numactl", "--physcpubind=0,6"]
     assert rec["env"] == {"OMP_NUM_THREADS": "2", "OMP_PLACES": "{0},{6}", "OMP_PROC_BIND": "true"}
     dist = check_ok_run(rec, MIN_BYTES[bench])
-    # parallel initialisation: each thread first-touches its half
-    assert dist.get(0, 0) >= 0.25 and dist.get(3, 0) >= 0.25, dist
-    assert dist.get(0, 0) + dist.get(3, 0) >= 0.95, dist
+    # parallel initialisation: each thread first-touches its half (README: 51/49 % for CG,
+    # 50.2/49.8 % for MG; both halves within 3 points of 50 %)
+    assert abs(dist.get(0, 0) - 0.5) <= 0.03 and abs(dist.get(3, 0) - 0.5) <= 0.03, dist
+    assert dist.get(0, 0) + dist.get(3, 0) >= 0.99, dist
     fidelity_ok(rec)
     assert sorted(rec["fidelity"]["threads"]["bound_to"].values()) == [0, 6]
 

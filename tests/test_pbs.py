@@ -15,7 +15,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ import yaml
 
 from cluster import common
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
+from conftest import need_rig
 
 from numaplace import cluster  # noqa: E402
 from numaplace.study import load_study_file  # noqa: E402
@@ -270,7 +270,7 @@ def test_rules_ask_for_whole_nodes(repo, tmp_path):
 def slurm_torque_wrappers():
     qsub = shutil.which("qsub")
     if not qsub:
-        return "qsub not installed (.ci/run installs slurm-wlm-torque)"
+        return "qsub not installed (bash .ci/setup --tests installs slurm-wlm-torque)"
     if "sbatch" not in Path(qsub).read_text(errors="replace"):
         return f"{qsub} is not Slurm's Torque wrapper"
     return None
@@ -282,7 +282,7 @@ def slurm_torque_wrappers():
 def torque(slurm, repo, tmp_path_factory):
     why = slurm_torque_wrappers()
     if why:
-        pytest.skip(why)
+        need_rig(why)
     return slurm
 
 

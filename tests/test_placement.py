@@ -135,3 +135,25 @@ def test_plan_rows_thesis_studies(repo, tmp_path):
         lines = (tmp_path / f"{name}.tsv").read_text().splitlines()
         assert len(lines) == len(st.runs) + 1
         assert len({r.run_id for r in st.runs}) == len(st.runs)
+
+
+def test_multi_node_membind_keeps_every_node(platforms):
+    """membind [1, 3, 5] binds to all three nodes: the launcher's argv, the placement's
+    memory nodes and its label all carry every node, in order."""
+    (p,) = expand(platforms["x4600"], {"launcher": "numactl", "placements": [{"cpus": "0-1"}],
+                                       "memory": [{"membind": [1, 3, 5]}]})
+    assert tuple(p.memory.nodes) == (1, 3, 5)
+    assert cmd(p)[0] == "numactl --physcpubind=0-1 --membind=1,3,5 ./cg.B.x"
+    assert p.memory.label == "membind 1,3,5"
+
+
+@pytest.mark.parametrize("placement,key", [({"cpus": "0-1", "thread": 2}, "thread"),
+                                           ({"layout": "2/2", "nodes": "all-choices", "distinc": True}, "distinc")])
+def test_misspelt_placement_key_is_refused_by_name(platforms, placement, key):
+    from numaplace import ConfigError
+    from numaplace.study import Study
+    study = {"study": "t", "platform": "x4600", "experiments": [{"name": "e", "placements": [placement]}]}
+    with pytest.raises(ConfigError) as e:
+        Study(study, "s.yaml", "config")
+    assert str(e.value) == (f"s.yaml: experiments[0].placements[0]: unknown key: Additional properties "
+                            f"are not allowed ('{key}' was unexpected)")

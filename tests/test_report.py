@@ -4,14 +4,13 @@ regenerating the report runs no benchmark; the report renders in headless Chromi
 import os
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import copy_workflow, run_snakemake
+from conftest import copy_workflow, need_rig, run_snakemake
 from numaplace import aggregate, plots, report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records" / "results" / "fixture"
@@ -245,7 +244,7 @@ Promise.all(Array.from(document.images).map(
 def test_report_in_browser(study, tmp_path):
     from browser.cdp import Browser, find_chromium
     if not find_chromium():
-        pytest.skip("chromium is not installed (apt-get install -y chromium): cannot open the report")
+        need_rig("chromium is not installed (bash .ci/setup --tests installs it): cannot open the report")
     wf, _ = study
     html = wf / "report/quick/report.html"
     manifest = pd.read_csv(wf / "report/quick/figures" / plots.MANIFEST)
@@ -284,3 +283,28 @@ def test_report_in_browser(study, tmp_path):
         loaded = page2.evaluate(IMAGES_LOADED)
         assert len(loaded) == len(links)
         assert all(w > 0 for _, w in loaded), [src for src, w in loaded if w <= 0]
+
+
+def test_duration_figure_shows_each_placement_in_order_with_best_and_worst_marked(tmp_path, monkeypatch):
+    """What the figure draws, not only that a file exists: rendered with text kept as text,
+    the SVG names every placement by its human form, fastest first, the best bar green and
+    the worst red, and the median of each."""
+    import re as _re
+    rows = [{"bench": "cg", "class": "B", "variant": "default", "threads": 4, "placement_id": pid,
+             "placement": label, "n": 3, "n_failed": 0, "n_missing": 0, "n_drift": 0,
+             "time_min_s": t - 0.5, "time_median_s": t, "time_mean_s": t, "time_max_s": t + 0.5, "time_cv": 0.01}
+            for pid, label, t in (("b", "2/2 on 0,1", 20.0), ("a", "4 on 0 · interleave 0-1", 31.0),
+                                  ("c", "1/1/1/1 on 0-3", 12.5))]
+    w = plots._Writer(tmp_path, {**plots.DEFAULTS, "formats": ["svg"]})
+    plots._rc()
+    monkeypatch.setitem(plots.plt.rcParams, "svg.fonttype", "none")
+    plots.duration_figures(pd.DataFrame(rows), w)
+    (row,) = w.rows
+    svg = (tmp_path / row["svg"]).read_text()
+    texts = [t.strip() for t in _re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    order = [t for t in texts if t in ("2/2 on 0,1", "4 on 0 · interleave 0-1", "1/1/1/1 on 0-3")]
+    # tick labels are written top row first: the fastest placement first
+    assert order == ["1/1/1/1 on 0-3", "2/2 on 0,1", "4 on 0 · interleave 0-1"], texts
+    assert any(t.startswith("12.50 s") for t in texts) and any(t.startswith("31.00 s") for t in texts)
+    assert plots.COLORS["best"] in svg and plots.COLORS["worst"] in svg
+    assert "Duration per placement" in " ".join(texts)

@@ -48,21 +48,23 @@ def test_quick_study_all_verified(quick):
 def test_records_hold_captures(quick):
     wf, _ = quick
     recs = records(wf, "quick")
+    from numaplace.topology import parse_cpulist
     with_pages = 0
     for rid, r in recs.items():
         cap = r["captures"]
         # MG.S lives ~5 ms: it can end before the first sample; CG.S (~30 ms) cannot
         assert cap["threads"] or r["bench"] == "mg", rid
         allowed = {int(c) for t in cap["threads"].values() for c in t["cpus"]}
-        cpus = {int(c) for c in r["placement"]["cpus"].replace("-", ",").split(",")}
-        assert allowed <= set(range(min(cpus), max(cpus) + 1)), rid
+        assert allowed <= set(parse_cpulist(r["placement"]["cpus"])), rid
         nm = cap["numa_maps"]
+        assert r["bench"] == "mg" or (nm["samples"] and nm["peak"]["data_bytes"]), rid
         if nm["samples"] and nm["peak"]["data_bytes"]:
             with_pages += 1
             assert all(int(n) in {int(k) for k in r["topology"]["nodes"]} for n in nm["peak"]["data_bytes"])
             assert (wf / "results/quick/runs" / rid / "numa_maps.samples.jsonl").stat().st_size > 0
         assert r["numastat"]["system_before"] and r["numastat"]["system_delta"] is not None
-    assert with_pages >= len(recs) // 2
+    # every CG run (~30 ms) is sampled with its pages; an MG.S run (~5 ms) may end first
+    assert with_pages >= sum(1 for r in recs.values() if r["bench"] == "cg")
 
 
 def test_plan_commands_are_what_ran(quick):
@@ -83,7 +85,6 @@ def test_nothing_reruns_and_records_are_protected(quick):
     r = snakemake(wf, "--configfile", "config/studies/quick.yaml", "-n")
     assert "Nothing to be done" in r.stdout + r.stderr
     rec = next((wf / "results/quick/runs").glob("*/record.json"))
-    assert not os.access(rec, os.W_OK) or os.geteuid() == 0
     assert (rec.stat().st_mode & 0o222) == 0              # write-protected by Snakemake
 
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from cluster import slurm_local
-from conftest import copy_workflow, read_records as records  # noqa: F401
+from conftest import copy_workflow, need_rig, read_records as records  # noqa: F401
 
 def snakemake(wf, *args, timeout=600):
     """Run Snakemake in wf; returns (CompletedProcess, seconds). Fails the test with the
@@ -50,9 +49,9 @@ def acquire():
     """The running test cluster's facts, or pytest.skip with the reason."""
     why = slurm_local.missing()
     if why:
-        pytest.skip(f"no local Slurm: {why}")
+        need_rig(f"no local Slurm: {why}")
     if _Shared.error:
-        pytest.skip(_Shared.error)
+        need_rig(_Shared.error)
     if _Shared.info is None:
         try:
             _Shared.info = slurm_local.start(log=lambda m: print(f"[slurm_local] {m}"))

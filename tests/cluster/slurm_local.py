@@ -44,7 +44,7 @@ def missing():
     gone = [b for b in DAEMONS + CLIENTS if not shutil.which(b)
             and not Path("/usr/sbin", b).exists()]
     if gone:
-        return ("Slurm/munge not installed (missing " + ", ".join(gone) + "; .ci/run installs "
+        return ("Slurm/munge not installed (missing " + ", ".join(gone) + "; bash .ci/setup --tests installs "
                 "slurmctld slurmd slurm-client munge slurm-wlm-torque)")
     return None
 

@@ -54,7 +54,7 @@ contains
     real(real64), intent(in) :: a(*)
     real(real64), intent(inout) :: x(na), z(na), p(na), q(na), r(na)
     real(real64), intent(inout) :: rnorm, xz
-    integer :: lo, hi, j, k, step
+    integer :: lo, hi, j, step
     real(real64) :: s, s2, s3, sum, d, rho, rho_new, alpha, beta, res, xz_all, zz
 
     call row_block(na, lo, hi)
@@ -71,10 +71,7 @@ contains
       ! q = A p, fused with p.q
       s = 0
       do j = lo, hi
-        sum = 0
-        do k = rowstr(j), rowstr(j + 1) - 1
-          sum = sum + a(k) * p(colidx(k))
-        end do
+        sum = row_times(rowstr(j), rowstr(j + 1) - 1, a, colidx, p)
         q(j) = sum
         s = s + p(j) * sum
       end do
@@ -98,10 +95,7 @@ contains
     ! ||x - A z||, x.z and z.z in one sweep (r keeps A z, as in NPB)
     s = 0;  s2 = 0;  s3 = 0
     do j = lo, hi
-      sum = 0
-      do k = rowstr(j), rowstr(j + 1) - 1
-        sum = sum + a(k) * z(colidx(k))
-      end do
+      sum = row_times(rowstr(j), rowstr(j + 1) - 1, a, colidx, z)
       r(j) = sum
       d = x(j) - sum
       s = s + d * d
@@ -120,5 +114,28 @@ contains
       xz = xz_all
     end if
   end subroutine team_power_step
+
+  !> One row of a sparse matrix times v: sum of a(k) * v(colidx(k)) for k = first..last.
+  !> Four partial sums: the gathers of v and the additions of consecutive entries overlap
+  !> instead of waiting on one chain of dependent additions (the sum's rounding order
+  !> differs from a single accumulator's; NPB's verification tolerance allows for that).
+  pure function row_times(first, last, a, colidx, v) result(sum)
+    integer, intent(in) :: first, last, colidx(*)
+    real(real64), intent(in) :: a(*), v(*)
+    real(real64) :: sum, s0, s1, s2, s3
+    integer :: k, rest
+    s0 = 0;  s1 = 0;  s2 = 0;  s3 = 0
+    rest = last - mod(last - first + 1, 4)
+    do k = first, rest, 4
+      s0 = s0 + a(k) * v(colidx(k))
+      s1 = s1 + a(k + 1) * v(colidx(k + 1))
+      s2 = s2 + a(k + 2) * v(colidx(k + 2))
+      s3 = s3 + a(k + 3) * v(colidx(k + 3))
+    end do
+    do k = rest + 1, last
+      s0 = s0 + a(k) * v(colidx(k))
+    end do
+    sum = (s0 + s1) + (s2 + s3)
+  end function row_times
 
 end module cg_solver

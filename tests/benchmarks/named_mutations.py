@@ -1,0 +1,38 @@
+"""Five named mutations of the result logic, applied one at a time (the file is restored
+afterwards): each must make a named test fail. Prints the tests that caught each.
+
+    .venv/bin/python tests/benchmarks/named_mutations.py   (from the repository root)
+"""
+import subprocess, sys
+from pathlib import Path
+M = {
+ "median->mean": ("workflow/numaplace/aggregate.py",
+   'best = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True]).iloc[0]\n        worst = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[False, True, False]).iloc[0]',
+   'best = g.sort_values(["time_mean_s", "_mops", "placement"], ascending=[True, False, True]).iloc[0]\n        worst = g.sort_values(["time_mean_s", "_mops", "placement"], ascending=[False, True, False]).iloc[0]',
+   "tests/test_real_records.py tests/test_aggregate.py"),
+ "mops tie-break reversed": ("workflow/numaplace/aggregate.py",
+   'ascending=[True, False, True]).iloc[0]\n        worst = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[False, True, False])',
+   'ascending=[True, True, True]).iloc[0]\n        worst = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[False, False, False])',
+   "tests/test_real_records.py tests/test_aggregate.py"),
+ "placement additionalProperties removed": ("workflow/numaplace/schemas/study.schema.yaml",
+   "  placement:\n    type: object\n    additionalProperties: false\n", "  placement:\n    type: object\n",
+   "tests/test_placement.py tests/test_bad_input.py"),
+ "membind keeps first node": ("workflow/numaplace/placement.py",
+   "return cls(policy, tuple(sorted(set(nodes))))", "return cls(policy, tuple(sorted(set(nodes)))[:1] if policy == 'membind' else tuple(sorted(set(nodes))))",
+   "tests/test_placement.py tests/test_fidelity.py"),
+ "page size only for hugetlb": ("workflow/numaplace/numa_maps.py",
+   "return {n: p * self.page_kb * 1024 for n, p in self.pages.items()}",
+   "return {n: p * (self.page_kb if self.kind == \"huge\" else 4) * 1024 for n, p in self.pages.items()}",
+   "tests/test_numa_maps.py tests/test_fidelity.py"),
+}
+for name, (path, old, new, tests) in M.items():
+    p = Path(path); orig = p.read_text()
+    assert old in orig, name
+    p.write_text(orig.replace(old, new, 1))
+    try:
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests.split()],
+                           capture_output=True, text=True)
+    finally:
+        p.write_text(orig)
+    failed = [l.split(" - ")[0].replace("FAILED ", "") for l in r.stdout.splitlines() if l.startswith("FAILED")]
+    print(f"{name}: {'CAUGHT by ' + ', '.join(failed) if failed else 'NOT CAUGHT'}")
