@@ -6,7 +6,21 @@
 #                                                         from the records on disk (runs nothing)
 # Logic lives in workflow/numaplace; the rules only wire files to it.
 
+envvars:
+    "PATH",
+
+
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    run=r"[A-Za-z0-9_.-]+",
+    bench="cg|mg",
+    cls="[SWABC]",
+    variant="default|serial-init|mcmodel-medium",
+
+
+
 include: "workflow/rules/build.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/report.smk"

@@ -205,3 +205,26 @@ def test_steady_footprint_preferred_over_peak(tmp_path):
     del rec["captures"]["numa_maps"]["steady"]
     row = aggregate.record_row(rec)
     assert row["footprint"] == "peak" and row["data_pages"] == 300
+
+
+def test_steady_sample_that_is_the_peak_has_its_pages(tmp_path):
+    """The sampler writes no numa_maps.steady.txt when the steady sample is the peak one
+    (a run whose footprint only grew, then settled): its pages come from the peak file
+    (older records) or from the capture summary's data_pages (records since)."""
+    from numaplace.numa_maps import parse, summarize
+    line = "7f00 default anon=300 dirty=300 N0=200 N1=100 kernelpagesize_kB=64\n"
+    rundir = tmp_path / "runs" / "r1"
+    rundir.mkdir(parents=True)
+    (rundir / "numa_maps.peak.txt").write_text(line)
+    sample = {"t": 1.5, "data_bytes": {"0": 200 * 65536, "1": 100 * 65536}}
+    rec = {"run_id": "r1", "status": "ok", "_path": str(rundir / "record.json"),
+           "placement": {"id": "c0", "shape": "cpus 0", "cpus": "0", "threads": 1, "memory": "local",
+                         "memory_nodes": "", "binding": "process", "launcher": "numactl"},
+           "captures": {"numa_maps": {"peak": sample, "steady": dict(sample)}}}
+    row = aggregate.record_row(rec)
+    assert row["footprint"] == "steady" and row["data_pages"] == 300 and row["_data_pages"] == {0: 200, 1: 100}
+    # the summary carries the pages: no file needed
+    (rundir / "numa_maps.peak.txt").unlink()
+    pages = {str(n): k for n, k in summarize(parse(line))["data_pages"].items()}
+    rec["captures"]["numa_maps"]["steady"]["data_pages"] = pages
+    assert aggregate.record_row(rec)["_data_pages"] == {0: 200, 1: 100}

@@ -113,7 +113,7 @@ def workdir(tmp_path, repo):
     """A copy of the workflow with earlier results on disk."""
     w = tmp_path / "wf"
     w.mkdir()
-    for name in ("Snakefile", "config", "workflow", "profiles"):
+    for name in ("Snakefile", "config", "workflow", "profiles", "envs"):
         src = repo / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, w / name)
     earlier = w / "results" / "bad" / "runs" / "cg.S.default.x.r1"

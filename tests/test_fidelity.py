@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from numaplace.fidelity import DEFAULTS, verdict
+from numaplace.fidelity import DEFAULTS, judge
 from numaplace.topology import parse_cpulist
 
 MiB = 2**20
@@ -58,7 +58,7 @@ def pinned(*pairs, early=None):
 # -- ok ------------------------------------------------------------------------------
 
 def test_local_ok():
-    v = verdict(record())
+    v = judge(record())
     assert v["verdict"] == "ok", v
     assert v["threads"]["verdict"] == "ok" and v["threads"]["threads_seen"] == 2
     m = v["memory"]
@@ -68,7 +68,7 @@ def test_local_ok():
 
 
 def test_membind_ok():
-    v = verdict(record(cpus="0-1", nodes="0", memory="membind", memory_nodes="2",
+    v = judge(record(cpus="0-1", nodes="0", memory="membind", memory_nodes="2",
                        data={2: 99 * MiB, 0: 1 * MiB}, policies={"bind:2": 100 * MiB},
                        threads={"1": {"cpus": {"0": 5}, "allowed": "0-1"},
                                 "2": {"cpus": {"1": 5, "0": 1}, "allowed": "0-1"}}))
@@ -78,7 +78,7 @@ def test_membind_ok():
 
 def test_interleave_ok_within_tolerance():
     data = {0: 26 * MiB, 1: 24 * MiB, 2: 25 * MiB, 3: 25 * MiB}
-    v = verdict(record(cpus="0-1", nodes="0", memory="interleave", memory_nodes="0-3", data=data,
+    v = judge(record(cpus="0-1", nodes="0", memory="interleave", memory_nodes="0-3", data=data,
                        policies={"interleave:0-3": 100 * MiB},
                        threads={"1": {"cpus": {"0": 5}, "allowed": "0-1"}, "2": {"cpus": {"1": 5}, "allowed": "0-1"}}))
     assert v["verdict"] == "ok", v
@@ -87,7 +87,7 @@ def test_interleave_ok_within_tolerance():
 
 def test_local_two_nodes_split_by_first_touch_is_ok():
     # 1/1 on nodes 0 and 3: local allows both nodes; how pages split is the result
-    v = verdict(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 30 * MiB, 3: 20 * MiB},
+    v = judge(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 30 * MiB, 3: 20 * MiB},
                        threads=pinned((10, 0), (11, 6))))
     assert v["verdict"] == "ok", v
     assert v["memory"]["allowed_nodes"] == [0, 3]
@@ -96,14 +96,14 @@ def test_local_two_nodes_split_by_first_touch_is_ok():
 
 def test_pinned_master_samples_before_binding_are_not_judged():
     # libgomp binds the initial thread in its constructor: before that it may run anywhere
-    v = verdict(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB},
+    v = judge(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB},
                        threads=pinned((10, 0), (11, 6), early={10: {"0-7": {"5": 2}}})))
     assert v["verdict"] == "ok", v
     assert v["threads"]["samples_before_binding"] == {"10": 2}
 
 
 def test_first_touch_default_policy_counts_as_local():
-    v = verdict(record(policies={"default": 64 * MiB}))
+    v = judge(record(policies={"default": 64 * MiB}))
     assert v["verdict"] == "ok"
 
 
@@ -111,7 +111,7 @@ def test_first_touch_default_policy_counts_as_local():
 
 def test_membind_overridden_is_drift_with_numbers():
     # the plan says membind 2, the run was started with --membind=3
-    v = verdict(record(cpus="0-1", nodes="0", memory="membind", memory_nodes="2",
+    v = judge(record(cpus="0-1", nodes="0", memory="membind", memory_nodes="2",
                        data={3: 80 * MiB}, policies={"bind:3": 80 * MiB},
                        threads={"1": {"cpus": {"0": 5}, "allowed": "0-1"}, "2": {"cpus": {"1": 5}, "allowed": "0-1"}}))
     assert v["verdict"] == "drift"
@@ -125,14 +125,14 @@ def test_membind_overridden_is_drift_with_numbers():
 
 
 def test_pages_elsewhere_than_local_nodes_is_drift():
-    v = verdict(record(data={1: 70 * MiB, 0: 30 * MiB}))
+    v = judge(record(data={1: 70 * MiB, 0: 30 * MiB}))
     assert v["verdict"] == "drift" and v["memory"]["share_on_allowed"] == 0.7
     assert "70.0% of 100.0 MiB" in v["reasons"][0] and "N0=30.0% N1=70.0%" in v["reasons"][0]
 
 
 def test_policy_not_applied_is_drift_even_if_pages_happen_to_be_right():
     # asked membind 1, but the pages were placed by first touch (policy default)
-    v = verdict(record(memory="membind", memory_nodes="1", policies={"default": 64 * MiB}))
+    v = judge(record(memory="membind", memory_nodes="1", policies={"default": 64 * MiB}))
     assert v["verdict"] == "drift" and v["memory"]["share_on_allowed"] == 1.0
     assert "asks for membind 1" in v["reasons"][0]
 
@@ -142,14 +142,16 @@ def test_uneven_interleave_is_drift():
     rec = record(cpus="0-1", nodes="0", memory="interleave", memory_nodes="0-3", data=data,
                  policies={"interleave:0-3": 100 * MiB},
                  threads={"1": {"cpus": {"0": 5}, "allowed": "0-1"}, "2": {"cpus": {"1": 5}, "allowed": "0-1"}})
-    v = verdict(rec)
+    v = judge(rec)
     assert v["verdict"] == "drift" and v["memory"]["interleave_max_deviation"] == 0.15
     assert v["memory"]["interleave_tolerance"] == 0.14         # 0.1 + 4 MiB of 100 MiB
     assert "uneven" in v["reasons"][0] and "N0=40.0%" in v["reasons"][0] and "± 14.0%" in v["reasons"][0]
-    # the tolerance is a setting: the study's capture.fidelity, or an explicit override
+    # the tolerance is a threshold of the judgement (the study's fidelity section), not of
+    # the record: a threshold stored in an old record's capture settings is not read
+    assert judge(rec, {"interleave_tolerance": 0.2})["verdict"] == "ok"
+    assert judge(rec, {"interleave_tolerance": 0.05})["verdict"] == "drift"
     rec["capture_settings"] = {"fidelity": {"interleave_tolerance": 0.2}}
-    assert verdict(rec)["verdict"] == "ok"
-    assert verdict(rec, {"interleave_tolerance": 0.05})["verdict"] == "drift"
+    assert judge(rec)["verdict"] == "drift"
 
 
 def test_interleave_slack_for_huge_page_granularity():
@@ -158,17 +160,16 @@ def test_interleave_slack_for_huge_page_granularity():
     rec = record(cpus="0-1", nodes="0", memory="interleave", memory_nodes="0-3", data=data,
                  policies={"interleave:0-3": 24 * MiB},
                  threads={"1": {"cpus": {"0": 5}, "allowed": "0-1"}, "2": {"cpus": {"1": 5}, "allowed": "0-1"}})
-    v = verdict(rec)          # deviation 1/12 ≈ 0.083: within 0.1 + 4/24
+    v = judge(rec)          # deviation 1/12 ≈ 0.083: within 0.1 + 4/24
     assert v["verdict"] == "ok" and v["memory"]["interleave_tolerance"] == round(0.1 + 4 / 24, 4)
-    assert verdict(rec, {"interleave_tolerance": 0.0, "interleave_slack_bytes": 0})["verdict"] == "drift"
+    assert judge(rec, {"interleave_tolerance": 0.0, "interleave_slack_bytes": 0})["verdict"] == "drift"
 
 
 def test_memory_share_threshold_is_configurable():
     rec = record(data={1: 85 * MiB, 0: 15 * MiB})
-    assert verdict(rec)["verdict"] == "drift"
-    assert verdict(rec, {"memory_share_min": 0.8})["verdict"] == "ok"
-    rec["capture_settings"] = {"fidelity": {"memory_share_min": 0.8}}
-    v = verdict(rec)
+    assert judge(rec)["verdict"] == "drift"
+    assert judge(rec, {"memory_share_min": 0.8})["verdict"] == "ok"
+    v = judge(rec, {"memory_share_min": 0.8})
     assert v["verdict"] == "ok" and v["settings"]["memory_share_min"] == 0.8
     assert v["settings"]["interleave_tolerance"] == DEFAULTS["interleave_tolerance"]
 
@@ -176,7 +177,7 @@ def test_memory_share_threshold_is_configurable():
 def test_thread_outside_the_placement_is_drift():
     threads = {"100": {"cpus": {"2": 40}, "allowed": "2-3"},
                "101": {"cpus": {"3": 30, "5": 2}, "allowed": "2-3,5", "by_allowed": {"2-3,5": {"3": 30, "5": 2}}}}
-    v = verdict(record(threads=threads))
+    v = judge(record(threads=threads))
     assert v["verdict"] == "drift" and v["memory"]["verdict"] == "ok"
     t = v["threads"]
     assert t["outside_cpus"] == {"101": [5]} and t["mask_outside"] == {"101": "2-3,5"}
@@ -184,7 +185,7 @@ def test_thread_outside_the_placement_is_drift():
 
 
 def test_pinned_threads_sharing_a_cpu_is_drift():
-    v = verdict(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB},
+    v = judge(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB},
                        threads=pinned((10, 0), (11, 0))))
     assert v["verdict"] == "drift" and v["threads"]["sharing_cpu"] == {"0": ["10", "11"]}
 
@@ -192,12 +193,12 @@ def test_pinned_threads_sharing_a_cpu_is_drift():
 def test_pinned_thread_left_unbound_is_drift():
     threads = pinned((10, 0))
     threads["11"] = {"cpus": {"0": 3, "6": 3}, "allowed": "0,6", "by_allowed": {"0,6": {"0": 3, "6": 3}}}
-    v = verdict(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB}, threads=threads))
+    v = judge(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB}, threads=threads))
     assert v["verdict"] == "drift" and v["threads"]["unbound"] == {"11": "0,6"}
 
 
 def test_npb_thread_count_differs_is_drift():
-    v = verdict(record(npb_threads=1))
+    v = judge(record(npb_threads=1))
     assert v["verdict"] == "drift" and "NPB ran 1 threads, the placement has 2" in v["reasons"][0]
 
 
@@ -207,7 +208,7 @@ def test_aprun_has_no_capture():
     rec = record()
     rec["captures"] = None
     rec["captures_note"] = "aprun: the process runs on a compute node; capture not available"
-    v = verdict(rec)
+    v = judge(rec)
     assert v == {"verdict": "unknown", "reason": rec["captures_note"]}
 
 
@@ -216,25 +217,25 @@ def test_runs_that_did_not_execute(status):
     rec = record()
     rec["status"] = status
     rec.pop("captures")
-    assert verdict(rec)["verdict"] == "unknown" and status in verdict(rec)["reason"]
+    assert judge(rec)["verdict"] == "unknown" and status in judge(rec)["reason"]
 
 
 def test_footprint_never_steady_is_unknown():
-    v = verdict(record(steady=False))
+    v = judge(record(steady=False))
     assert v["verdict"] == "unknown" and v["memory"]["verdict"] == "unknown"
     assert "never settled" in v["memory"]["reason"] and "64.0 MiB" in v["memory"]["reason"]
     assert v["threads"]["verdict"] == "ok"
 
 
 def test_too_little_data_is_unknown():
-    v = verdict(record(data={0: 8192}))
+    v = judge(record(data={0: 8192}))
     assert v["verdict"] == "unknown" and "8192 bytes" in v["memory"]["reason"]
 
 
 def test_team_not_seen_is_unknown():
     # the sampler saw only the initial thread: the run ended before its parallel part
     threads = {"100": {"cpus": {"2": 1}, "allowed": "2-3"}}
-    v = verdict(record(threads=threads, team=1))
+    v = judge(record(threads=threads, team=1))
     assert v["verdict"] == "unknown"
     assert "1 of 2 threads" in v["threads"]["reason"] and "1 of 2 threads" in v["memory"]["reason"]
 
@@ -243,7 +244,7 @@ def test_no_samples_at_all_is_unknown():
     rec = record()
     rec["captures"] = {"numa_maps": {"samples": 0, "peak": None, "steady": None, "last": None},
                        "threads": {}, "errors": ["the process never ran /x/cg.W.x while sampled"]}
-    v = verdict(rec)
+    v = judge(rec)
     assert v["verdict"] == "unknown" and v["threads"]["verdict"] == v["memory"]["verdict"] == "unknown"
     assert "never ran /x/cg.W.x" in v["memory"]["reason"]
 
@@ -251,7 +252,7 @@ def test_no_samples_at_all_is_unknown():
 def test_drift_wins_over_unknown():
     rec = record(data={0: 64 * MiB}, steady=True)
     rec["captures"]["threads"] = {}
-    v = verdict(rec)
+    v = judge(rec)
     assert v["verdict"] == "drift" and v["threads"]["verdict"] == "unknown"
 
 
@@ -261,6 +262,6 @@ def test_records_without_steady_sample_fall_back_to_peak():
     for t in rec["captures"]["threads"].values():
         t.pop("by_allowed")
     old = copy.deepcopy(rec)
-    v = verdict(rec)
+    v = judge(rec)
     assert v["verdict"] == "ok" and v["memory"]["basis"] == "peak"
     assert rec == old                               # the record is not modified

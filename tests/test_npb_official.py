@@ -16,6 +16,7 @@ import pytest
 
 from numaplace import ConfigError, npb_output
 from numaplace.build import check_source, fetch_source, make_def
+from numaplace.fidelity import judge
 from numaplace.serial_init import ARRAYS, MARK, transform_tree, tree_version
 
 OMP = {"3.4.2": "NPB3.4-OMP", "3.3.1": "NPB3.3-OMP"}
@@ -203,7 +204,7 @@ def test_failed_build_is_recorded_and_the_study_goes_on(nasa_npb, repo, tmp_path
                                                             "mg.C.default.c0.r1": "build-failed"}
     failed = recs["mg.C.default.c0.r1"]
     assert "relocation truncated to fit" in failed["reason"] and "variants: [mcmodel-medium]" in failed["reason"]
-    assert "\n" not in failed["reason"] and failed["fidelity"]["verdict"] == "unknown"
+    assert "\n" not in failed["reason"] and judge(failed)["verdict"] == "unknown"
     assert recs["mg.S.default.c0.r1"]["npb"]["implementation"] == "nasa"
     builds = {p.name: json.loads(p.read_text()) for p in (wf / "results" / "build").glob("*/default/bin/*.build.json")}
     assert {k: v["status"] for k, v in builds.items()} == {"mg.S.build.json": "ok", "mg.C.build.json": "failed"}

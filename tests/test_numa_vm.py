@@ -26,6 +26,7 @@ import pytest
 import yaml
 from conftest import copy_run_files, need_rig
 
+from numaplace.fidelity import judge
 from numaplace.study import load_study_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -226,7 +227,7 @@ def check_ok_run(rec, min_bytes):
 
 
 def fidelity_ok(rec):
-    f = rec["fidelity"]
+    f = judge(rec)
     assert f["verdict"] == "ok", json.dumps(f, indent=1)
     assert f["threads"]["verdict"] == f["memory"]["verdict"] == "ok"
 
@@ -262,7 +263,7 @@ def test_a_local_on_node1(vm):
     dist = check_ok_run(rec, MIN_BYTES["mg"])
     assert dist.get(1, 0) >= 0.95, dist
     fidelity_ok(rec)
-    assert rec["fidelity"]["memory"]["allowed_nodes"] == [1]
+    assert judge(rec)["memory"]["allowed_nodes"] == [1]
 
 
 def test_b_membind_node2_from_node0_cpus(vm):
@@ -296,7 +297,7 @@ def test_d_layout_1_1_first_touch_follows_the_threads(vm, bench):
     assert abs(dist.get(0, 0) - 0.5) <= 0.03 and abs(dist.get(3, 0) - 0.5) <= 0.03, dist
     assert dist.get(0, 0) + dist.get(3, 0) >= 0.99, dist
     fidelity_ok(rec)
-    assert sorted(rec["fidelity"]["threads"]["bound_to"].values()) == [0, 6]
+    assert sorted(judge(rec)["threads"]["bound_to"].values()) == [0, 6]
 
 
 @pytest.mark.parametrize("bench", ["cg", "mg"])
@@ -313,7 +314,7 @@ def test_e_membind_overridden_by_hand_is_drift(vm):
     assert "--membind=3" in rec["argv"] and rec["placement"]["memory_nodes"] == "2"
     dist = check_ok_run(rec, MIN_BYTES["mg"])
     assert dist.get(3, 0) >= 0.95, dist
-    f = rec["fidelity"]
+    f = judge(rec)
     assert f["verdict"] == "drift" and f["memory"]["verdict"] == "drift"
     assert f["threads"]["verdict"] == "ok"
     m = f["memory"]

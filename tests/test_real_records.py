@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from numaplace.aggregate import build_tables
-from numaplace.fidelity import verdict
+from numaplace.fidelity import judge
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -32,30 +32,28 @@ VM_EXPECTED = {"mg.W.default.local-n1.r1": ("ok", [1]), "mg.W.default.membind-n2
 def test_judge_on_real_numa_vm_records(name):
     rec = load("vm", name)
     want, allowed = VM_EXPECTED[name]
-    v = verdict(rec)
+    v = judge(rec)
     assert v["verdict"] == want, json.dumps(v, indent=1)
     assert v["memory"]["allowed_nodes"] == allowed
-    assert v == rec["fidelity"]                   # re-judging the captures gives the recorded verdict
+    assert "fidelity" not in rec                  # records hold observations, not verdicts
 
 
 def test_stricter_thresholds_rejudge_real_records():
     """The interleave run is 25.0/25.0/25.0/25.0 within a fraction of a percent: with a
     tolerance below that it drifts; the membind run (100 %) stays ok at a 99.9 % minimum."""
     rec = load("vm", "mg.W.default.interleave-all.r1")
-    spread = max(abs(s - 0.25) for s in rec["fidelity"]["memory"]["distribution"].values())
-    rec["capture_settings"] = {**rec.get("capture_settings", {}),
-                               "fidelity": {"interleave_tolerance": spread / 2, "interleave_slack_bytes": 0}}
-    assert verdict(rec)["verdict"] == "drift"
+    spread = max(abs(s - 0.25) for s in judge(rec)["memory"]["distribution"].values())
+    assert judge(rec, {"interleave_tolerance": spread / 2, "interleave_slack_bytes": 0})["verdict"] == "drift"
     rec = load("vm", "mg.W.default.membind-n2.r1")
-    rec["capture_settings"] = {**rec.get("capture_settings", {}), "fidelity": {"memory_share_min": 0.999}}
-    assert verdict(rec)["verdict"] == "ok"
+    assert judge(rec, {"memory_share_min": 0.999})["verdict"] == "ok"
 
 
 # -- tables on adversarial sets built from a real record ----------------------------------
 
-def write_group(root, template, placement_id, shape, times, mops=None, drift=False):
+def write_group(root, template, placement_id, shape, times, mops=None, drift=None):
     """One placement's runs: copies of a real record with their ids, placement and NPB
-    time/Mop/s replaced (captures and everything else as the runner wrote them)."""
+    time/Mop/s replaced (captures and everything else as the runner wrote them); with
+    drift, the first run's captures are those of a real drifted run (`drift`)."""
     for i, t in enumerate(times, 1):
         rec = copy.deepcopy(template)
         rec["placement"] = {**rec["placement"], "id": placement_id, "shape": shape}
@@ -63,7 +61,9 @@ def write_group(root, template, placement_id, shape, times, mops=None, drift=Fal
         rec["rep"] = i
         rec["npb"] = {**rec["npb"], "time_s": t, "mops": (mops or [1000.0 / t] * len(times))[i - 1]}
         if drift and i == 1:
-            rec["fidelity"] = {"verdict": "drift", "reasons": ["made-up drift"]}
+            for key in ("captures", "topology", "placement"):
+                rec[key] = copy.deepcopy(drift[key])
+            rec["placement"].update(id=placement_id, shape=shape)
         d = root / "runs" / rec["run_id"]
         d.mkdir(parents=True)
         (d / "record.json").write_text(json.dumps(rec))
@@ -102,7 +102,8 @@ def test_median_tie_is_broken_by_mops(tmp_path, template):
 
 def test_one_run_group_and_drift_are_flagged(tmp_path, template):
     write_group(tmp_path, template, "single", "placement single", [4.0])
-    write_group(tmp_path, template, "drifted", "placement drifted", [6.0, 6.5, 7.0], drift=True)
+    # the first run: the VM's membind-2 run that was started with --membind=3 (real drift)
+    write_group(tmp_path, template, "drifted", "placement drifted", [6.0, 6.5, 7.0], drift=load("vm", "drift-membind3"))
     row, t = best_worst(tmp_path)
     assert (row["best_placement_id"], row["worst_placement_id"]) == ("single", "drifted")
     assert row["differs"] == "unknown" and row["rests_on_drift"]

@@ -21,7 +21,8 @@ import pytest
 from cluster import common
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 
-from numaplace import cluster  # noqa: E402
+from numaplace import cluster
+from numaplace.fidelity import judge  # noqa: E402
 from numaplace.topology import parse_cpulist  # noqa: E402
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="snakemake-executor-plugin-slurm not installed")
@@ -83,7 +84,8 @@ def test_every_run_is_its_own_exclusive_whole_node_job(quick, slurm):
         assert seen <= cpus, (rid, seen)
         if seen and r["placement"]["binding"] == "process":
             assert seen == cpus, (rid, seen)
-        assert r["fidelity"]["threads"]["verdict"] in ("ok", "unknown"), (rid, r["fidelity"]["threads"])
+        threads = judge(r)["threads"]
+        assert threads["verdict"] in ("ok", "unknown"), (rid, threads)
     whole = [rid for rid, r in recs.items() if r["placement"]["binding"] == "process"
              and parse_cpulist(r["placement"]["cpus"]) == node_cpus and allowed_cpus(r)]
     if whole:   # runs whose threads were allowed on every CPU of the node

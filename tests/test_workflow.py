@@ -173,3 +173,38 @@ def test_busy_machine_is_refused_or_flagged(npb_build, tmp_path):
     assert refused["status"] == "not-idle" and "0" in refused["idle"]["busy_cpus"]
     assert refused.get("exit_status") is None and not (tmp_path / "a" / "stdout").exists()
     assert flagged["status"] == "ok" and flagged["idle"]["idle"] is False
+
+
+JUDGED = {"study": "judged", "platform": "auto", "benchmarks": ["cg"], "classes": ["W"], "variants": ["default"],
+          "repetitions": 1, "launcher": "numactl", "run": {"idle_check": "off"},
+          "experiments": [{"name": "one", "placements": [{"cpus": "0", "id": "n0"}]}]}
+
+
+def test_thresholds_rejudge_without_rerunning_and_a_forced_rerun_keeps_the_record(repo, tmp_path):
+    """Records hold no verdict: a changed fidelity threshold plans no measure or build job
+    and the tables show the new judgement; a run Snakemake is made to repeat (as root its
+    write protection does not stop it) sets the earlier record aside, still counted."""
+    import csv
+    wf = copy_workflow(repo, tmp_path / "wf")
+    (wf / "s.yaml").write_text(yaml.safe_dump(JUDGED))
+    snakemake(wf, "--configfile", "s.yaml")
+    record = wf / "results/judged/runs/cg.W.default.n0.r1/record.json"
+    before = record.read_bytes()
+    assert b'"fidelity"' not in before
+
+    def fidelity_in_tables():
+        rows = list(csv.DictReader(open(wf / "results/judged/tables/runs.csv")))
+        return [(r["run_id"], r["attempt"], r["fidelity"]) for r in rows]
+
+    assert fidelity_in_tables() == [("cg.W.default.n0.r1", "1", "ok")]
+    (wf / "s.yaml").write_text(yaml.safe_dump({**JUDGED, "fidelity": {"memory_min_bytes": 10**12}}))
+    plan = snakemake(wf, "--configfile", "s.yaml", "-n").out
+    assert "rule measure" not in plan and "rule npb_build" not in plan and "rule aggregate_tables" in plan, plan[-3000:]
+    snakemake(wf, "--configfile", "s.yaml")
+    assert record.read_bytes() == before
+    assert fidelity_in_tables() == [("cg.W.default.n0.r1", "1", "unknown")]
+    # a forced re-run: the earlier measurement survives as attempt 1
+    snakemake(wf, "--configfile", "s.yaml", "--forcerun", "measure")
+    kept = wf / "results/judged/runs/cg.W.default.n0.r1/attempts/1/record.json"
+    assert kept.read_bytes() == before and record.read_bytes() != before
+    assert sorted(fidelity_in_tables()) == [("cg.W.default.n0.r1", "1", "unknown"), ("cg.W.default.n0.r1", "2", "unknown")]

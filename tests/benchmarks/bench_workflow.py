@@ -29,7 +29,7 @@ def generated_study(runs_wanted):
 def dry_run(n):
     with tempfile.TemporaryDirectory() as d:
         wf = Path(d)
-        for name in ("Snakefile", "config", "workflow", "profiles"):
+        for name in ("Snakefile", "config", "workflow", "profiles", "envs"):
             (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, wf / name)
         data = generated_study(n)
         (wf / "gen.yaml").write_text(yaml.safe_dump(data))

@@ -17,11 +17,13 @@ Conventions (also in the report's captions):
   ≥ 3 runs on both sides mwu_p also gives the exact two-sided Mann-Whitney U
   (permutation) p-value; note that with 3 vs 3 runs p ≥ 0.1 whatever the data, and
   non-overlapping ranges of 5 vs 5 runs give p = 0.008.
-- rests_on_drift: a run of the best or worst group had fidelity verdict drift.
+- Fidelity is judged here, from each record's captures, with the study's thresholds
+  (fidelity.judge): records hold no verdict. rests_on_drift: a run of the best or worst
+  group was judged drift.
 - numa_maps pages are the process's data pages at the steady footprint (the peak when
   no steady state was seen), as numa_maps counts them (pages of kernelpagesize_kB
-  each), from numa_maps.steady.txt / numa_maps.peak.txt next to the
-  record; bytes come from the record. numastat deltas are system-wide counters
+  each), from the capture summary (older records: the numa_maps file next to the
+  record); bytes come from the record. numastat deltas are system-wide counters
   (every process on the machine), kept apart and labelled so.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from . import numa_maps
+from .fidelity import judge
 from .placement import label_of
 from .records import iter_records
 
@@ -66,20 +69,23 @@ def _attempt_of(path):
     return None
 
 
-def footprint_pages(rundir, which):
-    """Per-node data pages (numa_maps' own page counts) in numa_maps.<which>.txt, or None."""
-    path = Path(rundir) / f"numa_maps.{which}.txt"
-    try:
-        text = path.read_text()
-    except OSError:
+def footprint_pages(view, rundir, which, same_as_peak):
+    """Per-node data pages (numa_maps' own page counts) of the sample the tables use: from
+    the capture summary (records since data_pages was recorded), else from the sample's
+    numa_maps file. The sampler writes no numa_maps.steady.txt when the steady sample is
+    the peak one: then the peak file is that sample."""
+    if view.get("data_pages") is not None:
+        return {int(n): int(k) for n, k in view["data_pages"].items()}
+    if rundir is None:
         return None
-    pages = {}
-    for m in numa_maps.parse(text):
-        is_data = m.is_data if hasattr(m, "is_data") else m.kind != "file"
-        if is_data:
-            for n, k in m.pages.items():
-                pages[n] = pages.get(n, 0) + k
-    return pages
+    names = [which] + (["peak"] if which == "steady" and same_as_peak else [])
+    for name in names:
+        try:
+            text = (Path(rundir) / f"numa_maps.{name}.txt").read_text()
+        except OSError:
+            continue
+        return numa_maps.summarize(numa_maps.parse(text))["data_pages"]
+    return None
 
 
 def _fidelity_reasons(fid):
@@ -93,11 +99,12 @@ def _fidelity_reasons(fid):
     return "; ".join(parts) or fid.get("reason") or ""
 
 
-def record_row(rec):
-    """One row of runs.csv (+ per-node dicts under private keys) from a record."""
+def record_row(rec, thresholds=None):
+    """One row of runs.csv (+ per-node dicts under private keys) from a record, judged
+    under these fidelity thresholds."""
     p = rec.get("placement") or {}
     npb = rec.get("npb") or {}
-    fid = rec.get("fidelity") or {}
+    fid = judge(rec, thresholds) if p else {}
     caps = rec.get("captures") or {}
     # the steady footprint (what fidelity judges: CG's generation temporaries are freed
     # by then); the peak where no steady state was seen
@@ -106,7 +113,8 @@ def record_row(rec):
     view = nm.get(which) or {}
     data_bytes = {int(n): int(b) for n, b in (view.get("data_bytes") or {}).items()}
     rundir = Path(rec["_path"]).parent if rec.get("_path") else None
-    pages = footprint_pages(rundir, which) if rundir is not None and data_bytes else None
+    same_as_peak = bool(nm.get("steady") and nm.get("peak") and nm["steady"].get("t") == nm["peak"].get("t"))
+    pages = footprint_pages(view, rundir, which, same_as_peak) if data_bytes else None
     topo_nodes = sorted(int(n) for n in ((rec.get("topology") or {}).get("nodes") or {}))
     delta = (rec.get("numastat") or {}).get("system_delta") or {}
     return {
@@ -143,9 +151,9 @@ def record_row(rec):
     }
 
 
-def load_rows(results_dir):
+def load_rows(results_dir, thresholds=None):
     """Every record of a study (set-aside attempts included) as row dicts."""
-    rows = [record_row(rec) for rec in iter_records(results_dir, attempts=True)]
+    rows = [record_row(rec, thresholds) for rec in iter_records(results_dir, attempts=True)]
     # the current record is the latest attempt of its run: number it after the set-aside ones
     last = {}
     for r in rows:
@@ -419,21 +427,21 @@ def numastat_table(rows):
 
 # -- all together ------------------------------------------------------------------
 
-def build_tables(results_dir, plan_path=None):
-    """{name: DataFrame} for every table of TABLES."""
-    rows = load_rows(results_dir)
+def build_tables(results_dir, plan_path=None, thresholds=None):
+    """{name: DataFrame} for every table of TABLES; fidelity judged under `thresholds`."""
+    rows = load_rows(results_dir, thresholds)
     runs = runs_table(rows)
     summary = summary_table(runs, read_plan(plan_path))
     return {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
             "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
 
 
-def write_tables(results_dir, out_dir, plan_path=None):
+def write_tables(results_dir, out_dir, plan_path=None, thresholds=None):
     """Write tables/<name>.csv for every table; return {name: path}."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for name, df in build_tables(results_dir, plan_path).items():
+    for name, df in build_tables(results_dir, plan_path, thresholds).items():
         paths[name] = out_dir / f"{name}.csv"
         df.to_csv(paths[name], index=False, quoting=csv.QUOTE_MINIMAL)
     return paths

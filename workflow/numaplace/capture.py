@@ -121,8 +121,8 @@ class Sampler(threading.Thread):
                 self.errors.append(f"numa_maps: {e}")
                 self.numa_maps_on, text = False, None
             else:
-                sample.update(data_bytes=s["data_bytes"], total_bytes=s["total_bytes"],
-                              policies=s["policies"])
+                sample.update(data_bytes=s["data_bytes"], data_pages=s["data_pages"],
+                              total_bytes=s["total_bytes"], policies=s["policies"])
         if self.threads_on:
             tc = thread_cpus(self.pid)
             self.team = max(self.team, len(tc))
@@ -223,6 +223,7 @@ class Sampler(threading.Thread):
             if not s or "data_bytes" not in s:
                 return None
             return {"t": s["t"], "data_bytes": _str_keys(s["data_bytes"]),
+                    "data_pages": _str_keys(s["data_pages"]),
                     "total_bytes": _str_keys(s["total_bytes"]), "policies": s["policies"],
                     "threads": s.get("threads"), "team": s.get("team")}
         return {

@@ -52,6 +52,7 @@ def _parser():
     t.add_argument("--results", required=True, help="results/<study>")
     t.add_argument("--plan")
     t.add_argument("--out", required=True)
+    t.add_argument("--fidelity", default="{}", help="JSON: the study's fidelity thresholds (fidelity.DEFAULTS keys)")
     f = sub.add_parser("figures", help="tables → figures/<kind>/*.svg|png + figures.csv")
     f.add_argument("--tables", required=True)
     f.add_argument("--out", required=True)
@@ -151,7 +152,7 @@ def main(argv=None):
         print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
     elif a.cmd == "tables":
         from . import aggregate
-        aggregate.write_tables(a.results, a.out, a.plan)
+        aggregate.write_tables(a.results, a.out, a.plan, json.loads(a.fidelity))
     elif a.cmd == "figures":
         from . import aggregate, plots
         plots.make_figures(aggregate.read_tables(a.tables), a.out, json.loads(a.settings))

@@ -17,9 +17,10 @@ Verdict per aspect and overall: ok | drift (with the numbers, in `reasons`) | un
 (capture unavailable, e.g. aprun, or the run too short for the sampler to see its
 footprint settle with the whole thread team).
 
-Thresholds: DEFAULTS, overridden by the study's `capture: {fidelity: {...}}` (carried
-in the record as capture_settings), overridden by the `settings` argument (so
-aggregation can re-judge records without re-running them).
+judge(record, thresholds) is a pure function called where records are read (tables,
+report): records hold what was measured and observed, never a verdict. Thresholds:
+DEFAULTS, overridden by the study's `fidelity:` section, which no run depends on, so
+changing them re-judges every run from its captures and re-runs none.
 """
 from __future__ import annotations
 
@@ -40,11 +41,8 @@ POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),
                 "preferred": ("prefer", "prefer (many)")}
 
 
-def settings_of(rec, settings=None):
-    cfg = dict(DEFAULTS)
-    cfg.update(((rec.get("capture_settings") or {}).get("fidelity")) or {})
-    cfg.update(settings or {})
-    return cfg
+def thresholds_of(thresholds=None):
+    return {**DEFAULTS, **(thresholds or {})}
 
 
 def _mib(b):
@@ -162,13 +160,13 @@ def _memory(rec, nodes_of_cpus, cfg):
     share = sum(b for n, b in by_node.items() if n in allowed) / total
     dist = {str(n): round(b / total, 4) for n, b in sorted(by_node.items())}
     shown = " ".join(f"N{n}={_pct(s)}" for n, s in dist.items())
-    out = {"policy": policy, "allowed_nodes": sorted(allowed), "basis": basis, "t": judged["t"],
+    out = {"policy": policy, "allowed_nodes": sorted(allowed), "basis": basis, "t": judged.get("t"),
            "bytes": total, "bytes_per_node": {str(n): b for n, b in sorted(by_node.items())},
            "distribution": dist, "share_on_allowed": round(share, 4),
            "min_share": cfg["memory_share_min"]}
     if peak is not judged and peak.get("data_bytes"):
         ptotal = sum(peak["data_bytes"].values())
-        out["peak"] = {"t": peak["t"], "bytes": ptotal}
+        out["peak"] = {"t": peak.get("t"), "bytes": ptotal}
     reasons = []
     if share < cfg["memory_share_min"]:
         reasons.append(f"{_pct(share)} of {_mib(total)} data pages on {policy} node(s) "
@@ -206,14 +204,14 @@ def _memory(rec, nodes_of_cpus, cfg):
     return out
 
 
-def verdict(rec, settings=None):
-    """The fidelity verdict of a run record (see the module doc)."""
+def judge(rec, thresholds=None):
+    """The fidelity verdict of a run record under these thresholds (see the module doc)."""
     status = rec.get("status")
     if status in ("placement-failed", "not-idle", "build-failed"):
         return {"verdict": "unknown", "reason": f"the run did not execute ({status})"}
     if rec.get("captures") is None:
         return {"verdict": "unknown", "reason": rec.get("captures_note") or "no capture for this run"}
-    cfg = settings_of(rec, settings)
+    cfg = thresholds_of(thresholds)
     p = rec["placement"]
     cpus = parse_cpulist(p["cpus"])
     topo = rec.get("topology") or {}

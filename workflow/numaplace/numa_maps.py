@@ -149,16 +149,20 @@ def parse(text):
 
 def summarize(mappings):
     """Bytes per node of every mapping (total_bytes) and of the process's own data
-    (data_bytes, see Mapping.is_data), and data bytes per memory policy as printed
+    (data_bytes, see Mapping.is_data; data_pages: the same in numa_maps' own page counts,
+    each of its mapping's page size), and data bytes per memory policy as printed
     (policies: tells which policy the pages were placed under)."""
-    total, data, policies = {}, {}, {}
+    total, data, data_pages, policies = {}, {}, {}, {}
     for m in mappings:
         is_data = m.is_data
         for n, b in m.bytes_per_node.items():
             total[n] = total.get(n, 0) + b
             if is_data:
                 data[n] = data.get(n, 0) + b
+        if is_data:
+            for n, k in m.pages.items():
+                data_pages[n] = data_pages.get(n, 0) + k
         if is_data and m.pages:
             pol = m.policy_text
             policies[pol] = policies.get(pol, 0) + sum(m.bytes_per_node.values())
-    return {"total_bytes": total, "data_bytes": data, "policies": policies}
+    return {"total_bytes": total, "data_bytes": data, "data_pages": data_pages, "policies": policies}

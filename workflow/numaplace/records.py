@@ -37,7 +37,9 @@ def set_aside_failed(results_dir, statuses=None):
         dest = attempts / str(n)
         dest.mkdir(parents=True)
         for p in list(rundir.iterdir()):
-            if p.name != "attempts":
+            if p.name == "record.kept.json":  # the record's second name (runner.KEPT)
+                p.unlink()
+            elif p.name != "attempts":
                 if p.name == "record.json":   # Snakemake write-protects finished records
                     os.chmod(p, p.stat().st_mode | stat.S_IWUSR)
                 shutil.move(str(p), dest / p.name)

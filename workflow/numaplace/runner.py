@@ -86,14 +86,36 @@ def clean_env(extra):
     return env
 
 
-def _set_aside_incomplete(rundir):
-    """Files of an interrupted attempt (no record) are kept aside, not mixed in."""
+# A second name (hard link) of every record written: when Snakemake deletes record.json to
+# run the job again (its write protection does not stop root, nor --forcerun), the
+# measurement survives under this name and is set aside as an attempt (still counted).
+KEPT = "record.kept.json"
+
+
+def _set_aside_earlier(rundir):
+    """Files of an earlier attempt in the run's folder are set aside before a new one:
+    a complete attempt (its record kept under KEPT) into attempts/<n>/, still counted by
+    the tables; an interrupted one (no record) into interrupted/<time>/, not mixed in."""
     leftovers = [p for p in rundir.iterdir() if p.name not in ("record.json", "attempts", "interrupted")]
-    if leftovers:
+    if not leftovers:
+        return
+    if (rundir / KEPT).exists():
+        attempts = rundir / "attempts"
+        n = len(list(attempts.glob("*"))) + 1 if attempts.exists() else 1
+        dest = attempts / str(n)
+    else:
         dest = rundir / "interrupted" / dt.datetime.now().strftime("%Y%m%dT%H%M%S")
-        dest.mkdir(parents=True)
-        for p in leftovers:
-            shutil.move(str(p), dest / p.name)
+    dest.mkdir(parents=True)
+    for p in leftovers:
+        shutil.move(str(p), dest / ("record.json" if p.name == KEPT else p.name))
+
+
+def _write_record(path, rec):
+    """Atomically, and under its second name KEPT too."""
+    _write_json(path, rec)
+    kept = path.parent / KEPT
+    kept.unlink(missing_ok=True)
+    os.link(path, kept)
 
 
 class Interrupted(Exception):
@@ -120,9 +142,8 @@ def execute_build(spec, build_record, record_path):
            "status": "build-failed", "reason": build["reason"], "captures": None,
            "captures_note": "the run did not execute: its binary could not be built",
            "finished": now()}
-    from .fidelity import verdict
-    rec["fidelity"] = verdict(rec)
-    _write_json(record_path, rec)
+    _set_aside_earlier(record_path.parent)
+    _write_record(record_path, rec)
     return rec
 
 
@@ -151,7 +172,7 @@ def _execute(spec, binary, record_path):
     record_path = Path(record_path)
     rundir = record_path.parent
     rundir.mkdir(parents=True, exist_ok=True)
-    _set_aside_incomplete(rundir)
+    _set_aside_earlier(rundir)
     workdir = rundir / "work"          # clean cwd: no mg.input, no timer.flag
     workdir.mkdir()
     binary = Path(binary).resolve()
@@ -172,9 +193,7 @@ def _execute(spec, binary, record_path):
     def finish(status, reason=None):
         rec["status"], rec["reason"] = status, reason
         rec["finished"] = now()
-        from .fidelity import verdict
-        rec["fidelity"] = verdict(rec)
-        _write_json(record_path, rec)
+        _write_record(record_path, rec)
         return rec
 
     local_capture = p["launcher"] != "aprun"     # aprun'd processes run on a compute node

@@ -119,10 +119,16 @@ class Study:
         only here, make Snakemake re-run it."""
         r = self.run(run_id)
         argv, env = command(r.placement, "BINARY")
+        # what is captured, not how it is judged: fidelity thresholds are no run's params
+        capture = {k: v for k, v in self.config.get("capture", {}).items() if k != "fidelity"}
         return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
                 "variant": r.variant, "rep": r.rep, "placement": r.placement.to_dict(),
-                "argv": argv, "env": env, "capture": self.config.get("capture", {}),
-                "run": self.config.get("run", {})}
+                "argv": argv, "env": env, "capture": capture, "run": self.config.get("run", {})}
+
+    @property
+    def fidelity_thresholds(self):
+        """The study's fidelity thresholds: `fidelity:`, or the older `capture.fidelity`."""
+        return {**self.config.get("capture", {}).get("fidelity", {}), **self.config.get("fidelity", {})}
 
     def plan_digest(self):
         return hashlib.sha256(json.dumps([r.row() for r in self.runs]).encode()).hexdigest()[:16]

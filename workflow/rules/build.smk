@@ -1,7 +1,6 @@
-# NPB binaries: one tree per variant under results/build/<hash of source and flags>/.
-# A build always writes its record; a failed one says why, and its runs record that.
-# On a cluster a build is an ordinary one-CPU job (numaplace.cluster).
-from numaplace import cluster
+# The plan and the NPB binaries: one tree per variant under results/build/<hash of source
+# and flags>/. A build always writes its record; a failed one says why, and its runs
+# record that. On a cluster a build is an ordinary one-CPU job (numaplace.cluster).
 
 
 localrules:
@@ -13,6 +12,10 @@ rule plan_table:
         PLAN,
     params:
         digest=lambda wc: STUDY.plan_digest(),
+    log:
+        f"{LOGS}/plan.log",
+    conda:
+        ENV
     run:
         STUDY.write_plan(output[0])
 
@@ -30,7 +33,9 @@ rule npb_build:
         runtime=cluster.BUILD_RUNTIME_MIN,
         mem_mb=cluster.BUILD_MEM_MB,
         **cluster.queue_resources(STUDY),
+    conda:
+        ENV
     shell:
-        "{NUMAPLACE} build --settings {params.settings:q} --variant {wildcards.variant}"
+        "numaplace build --settings {params.settings:q} --variant {wildcards.variant}"
         " --bench {wildcards.bench} --cls {wildcards.cls} --tree {params.tree:q}"
         " --record {output:q} --log {log:q} > /dev/null"

@@ -1,12 +1,8 @@
 # Measured runs: one job per (binary, placement, repetition). The machine=1 resource
 # (profiles/default) keeps runs from overlapping each other or a build. On a cluster a
 # run takes a whole exclusive node; walltime and memory come from numaplace.cluster.
-from numaplace import cluster
-
-
-def run_build(wc):
-    r = _RUNS[wc.run]
-    return build_record_path(r.bench, r.cls, r.variant)
+# params: exactly the run's definition (Study.run_params); judging thresholds and plot
+# settings are not part of it.
 
 
 rule measure:
@@ -15,7 +11,9 @@ rule measure:
     output:
         protected(f"{RESULTS}/runs/{{run}}/record.json"),
     params:
-        spec=lambda wc: json.dumps(STUDY.run_params(wc.run), sort_keys=True),
+        spec=run_spec,
+    log:
+        f"{LOGS}/measure/{{run}}.log",
     threads: lambda wc: cluster.node_cpus(STUDY)
     resources:
         machine=1,
@@ -25,6 +23,9 @@ rule measure:
         runtime=lambda wc: cluster.measure_runtime(STUDY, _RUNS[wc.run]),
         mem_mb=lambda wc: cluster.measure_mem_mb(STUDY, _RUNS[wc.run]),
         **cluster.queue_resources(STUDY),
+    conda:
+        ENV
     shell:
         # the job's walltime lets the runner time out (and record it) before the scheduler kills it
-        "NUMAPLACE_WALLTIME_MIN={resources.runtime} {NUMAPLACE} run --spec {params.spec:q} --build {input.build:q} --record {output:q}"
+        "NUMAPLACE_WALLTIME_MIN={resources.runtime} numaplace run --spec {params.spec:q}"
+        " --build {input.build:q} --record {output:q} > {log:q} 2>&1"
