@@ -97,7 +97,27 @@ def test_median_tie_is_broken_by_mops(tmp_path, template):
     write_group(tmp_path, template, "fast", "placement fast", [5.0, 5.0, 5.0], mops=[950.0, 950.0, 950.0])
     row, _ = best_worst(tmp_path)
     assert (row["best_placement_id"], row["worst_placement_id"]) == ("fast", "slow")
-    assert row["improvement_pct"] == 0
+    # NPB's printed times tie at their 0.01 s resolution; its Mop/s (from the full-precision
+    # timer, same operation count) tells the placements apart
+    assert row["compared_by"] == "mops" and row["improvement_pct"] == pytest.approx(100 * (1 - 900 / 950))
+    assert not row["below_resolution"]
+
+
+def test_short_runs_are_compared_at_their_resolution(tmp_path, template):
+    """Class-S-like runs printed as 0.00 s and 0.01 s: no "100 % improvement" from the
+    printed times; without Mop/s the comparison is flagged below resolution."""
+    write_group(tmp_path, template, "a", "placement a", [0.0, 0.0, 0.0], mops=[float("nan")] * 3)
+    write_group(tmp_path, template, "b", "placement b", [0.01, 0.01, 0.01], mops=[float("nan")] * 3)
+    row, _ = best_worst(tmp_path)
+    assert row["compared_by"] == "time" and row["below_resolution"]
+    # with Mop/s, the same runs compare exactly
+    for d in (tmp_path / "runs").iterdir():
+        rec = json.loads((d / "record.json").read_text())
+        rec["npb"]["mops"] = 1500.0 if ".a." in rec["run_id"] else 1200.0
+        (d / "record.json").write_text(json.dumps(rec))
+    row, _ = best_worst(tmp_path)
+    assert row["compared_by"] == "mops" and row["improvement_pct"] == pytest.approx(20.0)
+    assert not row["below_resolution"]
 
 
 def test_one_run_group_and_drift_are_flagged(tmp_path, template):

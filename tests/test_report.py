@@ -112,7 +112,14 @@ def test_summary_md_from_fixture(fixture_report):
     assert "cg.A.default.c2-3_il0-1_p_nc.r1" in drift and "threads ran outside CPUs 2-3" in drift
     assert "cg.A.default.c0.2_loc_p_nc.r5" in text.split("## Planned runs without a record")[1]
     links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
-    assert len(links) == len(manifest)
+    assert len(set(links)) == len(manifest)        # the best-vs-worst ones twice: in the answer too
+    # the first screen answers: right after the intro, per case, best, worst and the cost
+    assert text.index("## The answer") < text.index("## Runs by status")
+    answer = text.split("## The answer")[1].split("##")[0]
+    assert ("| CG class A · default · 4 threads | 2/2 on 0,1 | 2/2 on 0,1 · membind 0 | 21.5% | beyond noise |  |"
+            in answer), answer
+    assert "| CG class A · default · 2 threads | 1/1 on 0,1 | 2 on 1 · interleave 0-1 | 39.3% | too few runs to tell | rests on drifted runs |" in answer
+    assert "![" in answer and "best_worst/cg.A.default" in answer
     for link in links:
         assert (summary.parent / link).stat().st_size > 0, link
 
@@ -258,6 +265,12 @@ def test_report_in_browser(study, tmp_path):
         main = page.screenshot(shots / "report-main.png")
         assert Path(main).stat().st_size > 10_000
         text = page.evaluate("document.body.innerText")
+        # the landing page answers first: per case, best, worst and what the wrong choice costs
+        assert "The answer" in text and "the wrong choice costs" in text, text[:2000]
+        assert text.index("The answer") < text.index("NPB CG and MG runs under the placements")
+        best_worst = pd.read_csv(wf / "results/quick/tables/best_worst.csv")
+        first = best_worst[best_worst["best_placement_id"] != best_worst["worst_placement_id"]].iloc[0]
+        assert f"best {first['best_placement']}, worst {first['worst_placement']}" in text
         for word in ("Workflow", "Statistics", "Figures", "Tables", "Summary"):
             assert word in text
         # every figure, shown by the report's own viewer, decodes to a real image
@@ -273,7 +286,7 @@ def test_report_in_browser(study, tmp_path):
 
         # the summary's figures, in a plain page of our own
         summary = wf / "report/quick/summary.md"
-        links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", summary.read_text())
+        links = sorted(set(re.findall(r"!\[[^]]*\]\(([^)]+)\)", summary.read_text())))
         assert len(links) == len(manifest)
         own = tmp_path / "summary-figures.html"
         own.write_text("<!doctype html><html><body>" + "".join(

@@ -11,7 +11,10 @@ Conventions (also in the report's captions):
 - std is the sample standard deviation (ddof=1; empty for n < 2); cv = std / mean.
 - Best/worst per (bench, class, variant, threads): lowest/highest median time (ties:
   higher/lower median Mop/s, then label). improvement_pct = 100·(worst − best)/worst,
-  the time saved by moving from the worst placement to the best; speedup = worst/best.
+  the time saved by moving from the worst placement to the best; speedup = worst/best;
+  both from the median Mop/s where there is one (NPB derives it from its full-precision
+  timer, while it prints the time to 0.01 s: compared_by says which), and
+  below_resolution when the two differ by less than two printed units.
 - "Beyond run-to-run noise" (differs): yes when the best and worst min–max ranges do
   not overlap, no when they do, unknown when either has fewer than 2 ok runs. With
   ≥ 3 runs on both sides mwu_p also gives the exact two-sided Mann-Whitney U
@@ -29,7 +32,6 @@ Conventions (also in the report's captions):
 from __future__ import annotations
 
 import csv
-import itertools
 import math
 from pathlib import Path
 
@@ -40,13 +42,13 @@ from . import numa_maps
 from .fidelity import judge
 from .placement import label_of
 from .records import iter_records
+from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
 NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
 TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat")
 GIB = 2 ** 30
-EXACT_MWU_MAX = 200_000          # splits enumerated for the exact p-value; above: normal approx.
 
 PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]
 
@@ -206,18 +208,6 @@ def _empty_row():
     return record_row({"_path": None})
 
 
-def _stats(times):
-    t = pd.Series(times, dtype=float).dropna()
-    n = len(t)
-    if n == 0:
-        return dict(time_min_s=np.nan, time_median_s=np.nan, time_mean_s=np.nan, time_max_s=np.nan,
-                    time_std_s=np.nan, time_cv=np.nan)
-    mean = t.mean()
-    std = t.std(ddof=1) if n > 1 else np.nan
-    return dict(time_min_s=t.min(), time_median_s=t.median(), time_mean_s=mean, time_max_s=t.max(),
-                time_std_s=std, time_cv=(std / mean) if n > 1 and mean > 0 else np.nan)
-
-
 def summary_table(runs, plan=None):
     """summary.csv: statistics of NPB time per (bench, class, variant, threads, placement)."""
     groups = {}
@@ -253,7 +243,7 @@ def summary_table(runs, plan=None):
             failed_statuses=" ".join(f"{s}:{k}" for s, k in sorted(statuses.items())),
             n_set_aside=sum(1 for r in rows if not r["current"]),
             n_drift=sum(1 for r in ok if r["fidelity"] == "drift"),
-            **_stats([r["npb_time_s"] for r in ok]),
+            **summary_stats([r["npb_time_s"] for r in ok]),
             mops_median=float(np.median([r["mops"] for r in ok if not _isnan(r["mops"])]))
             if any(not _isnan(r["mops"]) for r in ok) else np.nan,
         )
@@ -271,38 +261,6 @@ def summary_table(runs, plan=None):
 
 def _isnan(x):
     return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
-
-
-def mann_whitney_p(a, b):
-    """Two-sided p-value of the Mann-Whitney U test of samples a and b: exact (every split
-    of the pooled values, mid-ranks for ties) when that is at most EXACT_MWU_MAX splits,
-    else the normal approximation with tie correction."""
-    a, b = [float(x) for x in a], [float(x) for x in b]
-    n1, n2 = len(a), len(b)
-    if n1 == 0 or n2 == 0:
-        return float("nan")
-    pooled = a + b
-    ranks = pd.Series(pooled).rank(method="average").tolist()
-    mean_u = n1 * n2 / 2
-
-    def u_of(idx):
-        return sum(ranks[i] for i in idx) - n1 * (n1 + 1) / 2
-
-    observed = abs(u_of(range(n1)) - mean_u)
-    if math.comb(n1 + n2, n1) <= EXACT_MWU_MAX:
-        total = extreme = 0
-        for idx in itertools.combinations(range(n1 + n2), n1):
-            total += 1
-            if abs(u_of(idx) - mean_u) >= observed - 1e-9:
-                extreme += 1
-        return extreme / total
-    n = n1 + n2
-    ties = pd.Series(pooled).value_counts()
-    var = n1 * n2 / 12 * ((n + 1) - float(((ties ** 3 - ties).sum())) / (n * (n - 1)))
-    if var <= 0:
-        return 1.0
-    z = (observed - 0.5) / math.sqrt(var)
-    return math.erfc(max(z, 0) / math.sqrt(2))
 
 
 def best_worst_table(summary, runs):
@@ -325,9 +283,7 @@ def best_worst_table(summary, runs):
                         f"{side}_n": int(s["n"]), f"{side}_median_s": s["time_median_s"],
                         f"{side}_min_s": s["time_min_s"], f"{side}_max_s": s["time_max_s"],
                         f"{side}_n_drift": int(s["n_drift"])})
-        b, w = best["time_median_s"], worst["time_median_s"]
-        row["improvement_pct"] = 100 * (w - b) / w if w > 0 else np.nan
-        row["speedup"] = w / b if b > 0 else np.nan
+        row.update(improvement(best, worst))
         bt = ok_times.get(tuple(best[k] for k in GROUP_KEYS), [])
         wt = ok_times.get(tuple(worst[k] for k in GROUP_KEYS), [])
         if best["placement_id"] == worst["placement_id"]:
@@ -342,7 +298,8 @@ def best_worst_table(summary, runs):
     cols = CASE_KEYS + ["n_placements", "n_placements_planned"] + [
         f"{side}_{c}" for side in ("best", "worst")
         for c in ("placement", "placement_id", "n", "median_s", "min_s", "max_s", "n_drift")] + [
-        "improvement_pct", "speedup", "ranges_overlap", "differs", "mwu_p", "rests_on_drift"]
+        "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
+        "rests_on_drift"]
     df = pd.DataFrame(out, columns=cols)
     df["threads"] = df["threads"].astype("Int64")
     return df

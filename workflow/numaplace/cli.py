@@ -69,6 +69,7 @@ def _parser():
     h.add_argument("--snakefile", required=True)
     h.add_argument("--configfile", action="append", default=[])
     h.add_argument("--target", action="append", default=[])
+    h.add_argument("--tables", help="tables/ of the study: its answer goes on the landing page")
 
     ps = sub.add_parser("pbs-submit", help="cluster-generic submit command: qsub one Snakemake jobscript, "
                         "print the job id")
@@ -161,7 +162,7 @@ def main(argv=None):
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
     elif a.cmd == "html":
         from .report import build_html
-        build_html(a.out, a.snakefile, a.configfile, a.target)
+        build_html(a.out, a.snakefile, a.configfile, a.target, tables_dir=a.tables)
     elif a.cmd == "pbs-submit":
         return _pbs_submit(a)
     elif a.cmd == "pbs-status":

@@ -69,6 +69,61 @@ def _limited(df, what):
     return df.head(LIST_MAX), f"\n\n… and {len(df) - LIST_MAX} more {what} (see the CSV tables).\n"
 
 
+# -- the answer: first screen of summary.md and of the HTML report --------------------
+
+def _cost(r):
+    if _truthy(r["below_resolution"]):
+        return "below resolution"
+    return _pct(r["improvement_pct"])
+
+
+def answer_rows(best_worst):
+    """One line per (kernel, class, variant, threads): best and worst placement, the cost
+    of the wrong choice, whether it is beyond run-to-run noise, and drift flags."""
+    rows = []
+    for _, r in best_worst.iterrows():
+        if r["best_placement_id"] == r["worst_placement_id"]:
+            continue                              # one placement: no choice to answer
+        noise = {"yes": "beyond noise", "no": "within noise", "unknown": "too few runs to tell"}.get(
+            str(r["differs"]), str(r["differs"]))
+        rows.append({"case": f"{str(r['bench']).upper()} class {r['class']} · {r['variant']} · "
+                             f"{r['threads']} thread{'s' if int(r['threads']) != 1 else ''}",
+                     "best": r["best_placement"], "worst": r["worst_placement"], "cost": _cost(r),
+                     "noise": noise, "drift": "rests on drifted runs" if _truthy(r["rests_on_drift"]) else ""})
+    return rows
+
+
+def answer_markdown(best_worst, manifest):
+    out = ["## The answer", ""]
+    rows = answer_rows(best_worst)
+    if not rows:
+        return out + ["No comparison yet: no kernel/class/variant/thread count has two placements with an ok run.", ""]
+    out += ["Per kernel, class, variant and thread count: the best and the worst placement by median "
+            "time, and what the wrong choice costs (time saved by the best, relative to the worst; "
+            "from NPB's Mop/s, which keeps the timer's full precision).", ""]
+    out += [md_table(pd.DataFrame(rows), [("case", "case"), ("best placement", "best"),
+                                          ("worst placement", "worst"), ("cost of the wrong choice", "cost"),
+                                          ("", "noise"), ("flags", "drift")]), ""]
+    if manifest is not None and len(manifest):
+        for _, r in manifest[manifest["kind"] == "best_worst"].iterrows():
+            img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
+            out += [f"![{r['title']}](figures/{img})", ""]
+    return out
+
+
+def answer_rst(best_worst):
+    """The answer as reStructuredText, for the HTML report's landing page."""
+    rows = answer_rows(best_worst)
+    if not rows:
+        return "No comparison yet: no kernel/class/variant/thread count has two placements with an ok run."
+    lines = []
+    for r in rows:
+        flags = ", ".join(x for x in (r["noise"], r["drift"]) if x)
+        lines.append(f"- **{r['case']}**: best *{r['best']}*, worst *{r['worst']}*: the wrong choice "
+                     f"costs **{r['cost']}** ({flags})")
+    return "\n".join(lines)
+
+
 # -- summary.md ----------------------------------------------------------------------
 
 def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None):
@@ -86,6 +141,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
         facts.append(f"{planned} planned runs, {missing} without a record yet")
     out += ["Built from " + ", ".join(facts) + ". Times are NPB's own \"Time in seconds\"; "
             "statistics are over the current ok records of each placement.", ""]
+    out += answer_markdown(bw, manifest)
 
     out += ["## Runs by status", ""]
     if len(runs):
@@ -198,14 +254,25 @@ def write_summary(tables_dir, figures_dir, out, study=None, description=None, pl
 
 # -- HTML report -------------------------------------------------------------------
 
-def build_html(out, snakefile, configfiles=(), targets=(), workdir="."):
+ANSWER_FILE_SUFFIX = ".report-answer.yaml"   # a config file that only carries the answer
+
+
+def build_html(out, snakefile, configfiles=(), targets=(), workdir=".", tables_dir=None):
     """Snakemake's own report of the workflow (results marked report() in the rules);
-    it only reads the DAG and the metadata: it runs no job."""
+    it only reads the DAG and the metadata: it runs no job. Its landing page
+    (workflow/report/workflow.rst) starts with the study's answer, handed to it as the
+    config key `report_answer` in a config file of its own."""
+    import yaml
     # targets first: --configfile takes every word after it
     cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile), "--nolock",
            "--report", str(out)]
-    if configfiles:
-        cmd += ["--configfile", *map(str, configfiles)]
+    files = [str(c) for c in configfiles]
+    if tables_dir is not None:
+        answer = Path(workdir, str(out) + ANSWER_FILE_SUFFIX)
+        answer.write_text(yaml.safe_dump({"report_answer": answer_rst(aggregate.read_tables(tables_dir)["best_worst"])}))
+        files = [str(answer)] + files            # the study file stays the last one
+    if files:
+        cmd += ["--configfile", *files]
     r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
     sys.stderr.write(shlex.join(cmd) + "\n" + r.stdout + r.stderr)     # the rule's log
     if r.returncode != 0 or not Path(workdir, out).exists():

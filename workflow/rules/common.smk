@@ -20,8 +20,10 @@ from numaplace.study import Study
 _search_path = os.environ["PATH"]
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), _search_path])
 
-if workflow.configfiles:
-    _STUDY_FILE = workflow.configfiles[-1]
+# the report's own config file (numaplace.report.build_html) is no study
+_CONFIGFILES = [c for c in workflow.configfiles if not str(c).endswith(".report-answer.yaml")]
+if _CONFIGFILES:
+    _STUDY_FILE = _CONFIGFILES[-1]
 else:
     # the embedded default study; not a `configfile:` directive, so that keys of the
     # default never leak into a study given with --configfile
@@ -29,7 +31,8 @@ else:
     config.update(yaml.safe_load(open(_STUDY_FILE)))
 
 try:
-    STUDY = Study(config, _STUDY_FILE, Path(workflow.basedir) / "config")
+    STUDY = Study({k: v for k, v in config.items() if k != "report_answer"}, _STUDY_FILE,
+                  Path(workflow.basedir) / "config")
 except ConfigError as e:
     raise WorkflowError(f"invalid study: {e}") from None
 
@@ -108,4 +111,4 @@ def parent_of(which, name):
 
 
 def report_configfiles():
-    return " ".join(f"--configfile {shlex.quote(str(c))}" for c in workflow.configfiles)
+    return " ".join(f"--configfile {shlex.quote(str(c))}" for c in _CONFIGFILES)

@@ -87,12 +87,14 @@ rule write_summary:
 
 rule report_html:
     input:
-        TABLES,
-        FIGURE_INDEX,
-        SUMMARY_MD,
+        tables=TABLES,
+        runs=TABLES[0],
+        index=FIGURE_INDEX,
+        summary=SUMMARY_MD,
     output:
         REPORT_HTML,
     params:
+        tables=parent_of("input", "runs"),
         # Snakemake's own --report on the same Snakefile and study (whole workflow DAG:
         # it only reads it and the metadata, it runs nothing)
         snakefile=workflow.main_snakefile,
@@ -102,5 +104,6 @@ rule report_html:
     conda:
         ENV
     shell:
-        "numaplace html --out {output:q} --snakefile {params.snakefile:q} {params.configfiles}"
+        "numaplace html --out {output:q} --snakefile {params.snakefile:q} --tables {params.tables:q}"
+        " {params.configfiles}"
         " > {log:q} 2>&1"
