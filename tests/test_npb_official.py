@@ -11,11 +11,12 @@ import shutil
 import subprocess
 import tarfile
 import threading
+from pathlib import Path
 
 import pytest
 
 from numaplace import ConfigError, npb_output
-from numaplace.build import check_source, fetch_source, make_def
+from numaplace.build import check_source, fetch_source, make_def, unpack_tarball
 from numaplace.fidelity import judge
 from numaplace.serial_init import ARRAYS, MARK, transform_tree, tree_version
 
@@ -29,8 +30,7 @@ def unpacked(nasa_npb, tmp_path_factory):
     root = tmp_path_factory.mktemp("nasa-unpacked")
     out = {}
     for release in OMP:
-        with tarfile.open(nasa_npb(release)["tarball"]) as tf:
-            tf.extractall(root, filter="data")
+        unpack_tarball(nasa_npb(release)["tarball"], root)
         out[release] = root / f"NPB{release}"
     return out
 
@@ -219,3 +219,31 @@ def test_failed_build_is_recorded_and_the_study_goes_on(nasa_npb, repo, tmp_path
     assert len(list((wf / "results" / "build").glob("*/default/bin/mg.C.build.failed-1.json"))) == 1
     retry = run_snakemake(wf, "--cores", "1", "--configfile", "s.yaml", "-n")
     assert "rule npb_build" in retry.out and "wildcards: variant=default, bench=mg, cls=C" in retry.out
+
+
+@pytest.mark.parametrize("member", ["../evil.txt", "/etc/evil.txt", "link-out"])
+def test_unpacking_refuses_members_outside_the_tree(tmp_path, monkeypatch, member):
+    """With or without Python's tarfile data filter (Debian 12's 3.11.2 has none)."""
+    import io
+    from numaplace.build import BuildError
+    tarball = tmp_path / "bad.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tf:
+        info = tarfile.TarInfo(member)
+        if member == "link-out":
+            info.type, info.linkname = tarfile.SYMTYPE, "../../outside"
+            tf.addfile(info)
+        else:
+            info.size = 4
+            tf.addfile(info, io.BytesIO(b"evil"))
+    for has_filter in (True, False):
+        if not has_filter:
+            monkeypatch.delattr(tarfile, "data_filter", raising=False)
+        dest = tmp_path / f"out-{has_filter}"
+        try:
+            unpack_tarball(tarball, dest)
+        except (BuildError, tarfile.TarError):
+            continue                       # refused
+        # or tamed: Python's data filter strips a leading "/" (the member lands inside)
+        assert member == "/etc/evil.txt" and has_filter and (dest / "etc" / "evil.txt").exists()
+    assert not (tmp_path / "evil.txt").exists() and not Path("/etc/evil.txt").exists()
+    assert not (tmp_path / "outside").exists()
