@@ -158,9 +158,33 @@ def _start_munged(started):
     subprocess.run("munge -n | unmunge >/dev/null", shell=True, check=True)
 
 
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def _mount_cgroup(started, log):
+    """slurmd (22.05) needs a cgroup file system at /sys/fs/cgroup, which a chroot with
+    /sys bind-mounted non-recursively (../shared/tools/fresh-debian) lacks: mount cgroup2
+    there, and unmount it in stop()."""
+    if os.path.ismount(CGROUP) or not CGROUP.is_dir():
+        return
+    subprocess.run(["mount", "-t", "cgroup2", "none", str(CGROUP)], check=True)
+    started["cgroup_mount"] = str(CGROUP)
+    _record(started)
+    log(f"mounted cgroup2 on {CGROUP} (none was mounted)")
+
+
 def start(log=print):
     """Bring the cluster up (or find it up). Returns {'reused': bool, 'started':
-    {daemon: pid}, 'node': name, 'cpus': n}."""
+    {daemon: pid}, 'node': name, 'cpus': n}. What it started is stopped again when it
+    cannot finish."""
+    try:
+        return _start(log)
+    except BaseException:
+        stop(log)
+        raise
+
+
+def _start(log):
     why = missing()
     if why:
         raise RuntimeError(why)
@@ -173,6 +197,7 @@ def start(log=print):
         (STATE / d).mkdir(parents=True, exist_ok=True)
     RUN.mkdir(parents=True, exist_ok=True)
     _start_munged(started)
+    _mount_cgroup(started, log)
     node = node_facts()
     conf = slurm_conf(node)
     if not CONF.exists() or CONF.read_text() != conf:
@@ -239,6 +264,8 @@ def stop(log=print):
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
         stopped[name] = pid
+    if started.get("cgroup_mount"):
+        subprocess.run(["umount", started["cgroup_mount"]], capture_output=True)
     STARTED.unlink()
     restore_conf(log)
     log("stopped " + (", ".join(f"{k} pid {v}" for k, v in stopped.items()) or "nothing"))
