@@ -167,10 +167,16 @@ def _mount_cgroup(started, log):
     there, and unmount it in stop()."""
     if os.path.ismount(CGROUP) or not CGROUP.is_dir():
         return
-    subprocess.run(["mount", "-t", "cgroup2", "none", str(CGROUP)], check=True)
+    # the machine's own hierarchy (v1, hybrid or v2: what /proc/self/cgroup refers to),
+    # reached through PID 1's root; a plain cgroup2 mount where that is not there
+    host = Path("/proc/1/root") / "sys/fs/cgroup"
+    if os.path.ismount(host):
+        subprocess.run(["mount", "--rbind", str(host), str(CGROUP)], check=True)
+    else:
+        subprocess.run(["mount", "-t", "cgroup2", "none", str(CGROUP)], check=True)
     started["cgroup_mount"] = str(CGROUP)
     _record(started)
-    log(f"mounted cgroup2 on {CGROUP} (none was mounted)")
+    log(f"mounted the cgroup file system on {CGROUP} (none was mounted)")
 
 
 def start(log=print):
@@ -265,7 +271,7 @@ def stop(log=print):
             os.kill(pid, signal.SIGKILL)
         stopped[name] = pid
     if started.get("cgroup_mount"):
-        subprocess.run(["umount", started["cgroup_mount"]], capture_output=True)
+        subprocess.run(["umount", "-R", started["cgroup_mount"]], capture_output=True)
     STARTED.unlink()
     restore_conf(log)
     log("stopped " + (", ".join(f"{k} pid {v}" for k, v in stopped.items()) or "nothing"))
