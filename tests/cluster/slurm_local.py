@@ -158,27 +158,6 @@ def _start_munged(started):
     subprocess.run("munge -n | unmunge >/dev/null", shell=True, check=True)
 
 
-CGROUP = Path("/sys/fs/cgroup")
-
-
-def _mount_cgroup(started, log):
-    """slurmd (22.05) needs a cgroup file system at /sys/fs/cgroup, which a chroot with
-    /sys bind-mounted non-recursively (../shared/tools/fresh-debian) lacks: mount cgroup2
-    there, and unmount it in stop()."""
-    if os.path.ismount(CGROUP) or not CGROUP.is_dir():
-        return
-    # the machine's own hierarchy (v1, hybrid or v2: what /proc/self/cgroup refers to),
-    # reached through PID 1's root; a plain cgroup2 mount where that is not there
-    host = Path("/proc/1/root") / "sys/fs/cgroup"
-    if os.path.ismount(host):
-        subprocess.run(["mount", "--rbind", str(host), str(CGROUP)], check=True)
-    else:
-        subprocess.run(["mount", "-t", "cgroup2", "none", str(CGROUP)], check=True)
-    started["cgroup_mount"] = str(CGROUP)
-    _record(started)
-    log(f"mounted the cgroup file system on {CGROUP} (none was mounted)")
-
-
 def start(log=print):
     """Bring the cluster up (or find it up). Returns {'reused': bool, 'started':
     {daemon: pid}, 'node': name, 'cpus': n}. What it started is stopped again when it
@@ -203,7 +182,6 @@ def _start(log):
         (STATE / d).mkdir(parents=True, exist_ok=True)
     RUN.mkdir(parents=True, exist_ok=True)
     _start_munged(started)
-    _mount_cgroup(started, log)
     node = node_facts()
     conf = slurm_conf(node)
     if not CONF.exists() or CONF.read_text() != conf:
@@ -270,8 +248,6 @@ def stop(log=print):
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
         stopped[name] = pid
-    if started.get("cgroup_mount"):
-        subprocess.run(["umount", "-R", started["cgroup_mount"]], capture_output=True)
     STARTED.unlink()
     restore_conf(log)
     log("stopped " + (", ".join(f"{k} pid {v}" for k, v in stopped.items()) or "nothing"))
