@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Mutation score of the core logic (placement, launch, schema, numa_maps, fidelity, stats)
+# against its fast unit tests, with mutmut 3 (slow: not in CI). mutmut wants its sources
+# under src/ and numaplace not installed, so this stages a copy in a scratch folder:
+#   bash tests/benchmarks/mutation_score.sh [SCRATCH]      (from the repository root)
+set -euo pipefail
+repo=$(pwd)
+stage=${1:-/tmp/numaplace-mutation}
+rm -rf "$stage" && mkdir -p "$stage/src"
+cp -r workflow/numaplace "$stage/src/"
+cp -r tests config "$stage/"
+python3 - "$repo/pyproject.toml" "$stage/pyproject.toml" <<'PY'
+import sys, tomllib
+cfg = tomllib.load(open(sys.argv[1], "rb"))
+mut = cfg["tool"]["mutmut"]
+only = [p.replace("workflow/", "src/") for p in mut["only_mutate"]]
+sel = mut["pytest_add_cli_args_test_selection"]
+q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"
+open(sys.argv[2], "w").write(f"""[tool.pytest.ini_options]
+pythonpath = ["tests"]
+[tool.mutmut]
+source_paths = ["src/"]
+only_mutate = {q(only)}
+pytest_add_cli_args_test_selection = {q(sel)}
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]
+also_copy = ["tests/", "config/"]
+""")
+PY
+venv="$stage/.venv"
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q -r requirements.txt mutmut==3.8.1
+cd "$stage"
+"$venv/bin/mutmut" run --max-children "$(nproc)" || true
+"$venv/bin/mutmut" results --all true > results.txt || true
+python3 - <<'PY'
+import collections, re
+counts = collections.Counter()
+for line in open("results.txt"):
+    m = re.match(r"\s*(\S+): (\w[\w ]*)$", line.rstrip())
+    if m:
+        counts[m.group(2)] += 1
+killed, total = counts.get("killed", 0), sum(counts.values())
+print(dict(counts))
+print(f"mutation score: {killed}/{total} killed = {100 * killed / max(total, 1):.1f}%")
+PY
