@@ -11,6 +11,8 @@ import shutil
 import stat
 from pathlib import Path
 
+KEPT = "record.kept.json"   # each record's second name (hard link): see runner._write_record
+
 
 def iter_records(results_dir, attempts=False):
     """Every record.json under results/<study>/runs (with attempts: set-aside ones too)."""
@@ -37,7 +39,7 @@ def set_aside_failed(results_dir, statuses=None):
         dest = attempts / str(n)
         dest.mkdir(parents=True)
         for p in list(rundir.iterdir()):
-            if p.name == "record.kept.json":  # the record's second name (runner.KEPT)
+            if p.name == KEPT:
                 p.unlink()
             elif p.name != "attempts":
                 if p.name == "record.json":   # Snakemake write-protects finished records

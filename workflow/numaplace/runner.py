@@ -21,6 +21,7 @@ from pathlib import Path
 from . import npb_output
 from .capture import Sampler, numastat_delta, numastat_system
 from .launch import LAUNCHERS, SCRUBBED_ENV
+from .records import KEPT
 from .topology import from_sysfs, parse_cpulist
 
 RECORD_VERSION = 1
@@ -86,10 +87,9 @@ def clean_env(extra):
     return env
 
 
-# A second name (hard link) of every record written: when Snakemake deletes record.json to
-# run the job again (its write protection does not stop root, nor --forcerun), the
-# measurement survives under this name and is set aside as an attempt (still counted).
-KEPT = "record.kept.json"
+# KEPT: a second name (hard link) of every record written: when Snakemake deletes
+# record.json to run the job again (its write protection does not stop root, nor
+# --forcerun), the measurement survives under it and is set aside as an attempt.
 
 
 def _set_aside_earlier(rundir):
@@ -134,10 +134,8 @@ def execute_build(spec, build_record, record_path):
         return execute(spec, build["binary"], record_path)
     record_path = Path(record_path)
     record_path.parent.mkdir(parents=True, exist_ok=True)
-    rec = {"record_version": RECORD_VERSION, "run_id": spec["run_id"], "study": spec["study"],
-           "bench": spec["bench"], "class": spec["class"], "variant": spec["variant"],
-           "rep": spec["rep"], "placement": spec["placement"], "binary": build["binary"],
-           "argv": spec["argv"], "env": spec["env"], **host_facts(), "build": build,
+    rec = {**_record_head(spec), "binary": build["binary"], "argv": spec["argv"], "env": spec["env"],
+           **host_facts(), "build": build,
            "capture_settings": spec.get("capture", {}), "run_settings": spec.get("run", {}),
            "status": "build-failed", "reason": build["reason"], "captures": None,
            "captures_note": "the run did not execute: its binary could not be built",
@@ -145,6 +143,12 @@ def execute_build(spec, build_record, record_path):
     _set_aside_earlier(record_path.parent)
     _write_record(record_path, rec)
     return rec
+
+
+def _record_head(spec):
+    """The fields every record starts with: which run of which study it is."""
+    return {"record_version": RECORD_VERSION, **{k: spec[k] for k in
+            ("run_id", "study", "bench", "class", "variant", "rep", "placement")}}
 
 
 def _write_json(path, data):
@@ -183,9 +187,7 @@ def _execute(spec, binary, record_path):
     cpus = parse_cpulist(p["cpus"])
     launcher = LAUNCHERS[p["launcher"]]
 
-    rec = {"record_version": RECORD_VERSION, "run_id": spec["run_id"], "study": spec["study"],
-           "bench": spec["bench"], "class": spec["class"], "variant": spec["variant"],
-           "rep": spec["rep"], "placement": p, "binary": str(binary), "argv": argv,
+    rec = {**_record_head(spec), "binary": str(binary), "argv": argv,
            "env": env_set, "env_scrubbed": list(SCRUBBED_ENV), "cwd": str(workdir),
            **host_facts(), "topology": from_sysfs().to_dict(), "capture_settings": cap,
            "run_settings": runcfg, "status": None, "reason": None}
