@@ -15,8 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from . import ConfigError
-
-BUNDLED = Path(__file__).resolve().parents[2] / "npb" / "src"
+from .kinds import kind
 
 
 class BuildError(RuntimeError):
@@ -185,8 +184,9 @@ def fetch_source(source, sha256, dest):
             raise BuildError(f"npb.source: {e}") from None
 
 
-def prepare_tree(settings, variant, tree):
-    """Copy the source into `tree` once, write make.def, apply the variant's changes."""
+def prepare_tree(settings, variant, tree, bundled):
+    """Copy the source (`bundled`, or the study's NPB source) into `tree` once, write
+    make.def, apply the variant's changes."""
     tree = Path(tree)
     stamp = tree / ".numaplace-tree"
     if stamp.exists():
@@ -195,7 +195,7 @@ def prepare_tree(settings, variant, tree):
         shutil.rmtree(tree)              # an interrupted copy: start again
     source = settings.get("source", "bundled")
     if source == "bundled":
-        src = BUNDLED
+        src = bundled
     else:
         # one download/unpack per build key, shared by its variants
         src = fetch_source(source, settings.get("sha256"), tree.parent.parent / "source")
@@ -230,7 +230,7 @@ def write_build_record(settings, variant, bench, cls, tree, record, log):
     import json
     import time
     record = Path(record)
-    binary = record.parent / f"{bench}.{cls}.x"
+    binary = record.parent / kind(bench).binary_name(cls)
     t0 = time.monotonic()
     out = {"bench": bench, "class": cls, "variant": variant, "source": settings.get("source", "bundled"),
            "binary": str(binary), "log": str(log)}
@@ -262,16 +262,15 @@ def build(settings, variant, bench, cls, tree, binary, log):
 
 
 def _build_locked(settings, variant, bench, cls, tree, binary, log):
-    tree = prepare_tree(settings, variant, tree)
-    args = ["make", bench.upper(), f"CLASS={cls}"]
-    if variant == "serial-init" and settings.get("source", "bundled") == "bundled":
-        args.append("INIT=serial")
+    k = kind(bench)
+    tree = prepare_tree(settings, variant, tree, k.source_dir)
+    args = k.make_args(cls, variant, official=settings.get("source", "bundled") != "bundled")
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
         f.write("$ " + " ".join(args) + f"   (in {tree})\n")
         f.flush()
         rc = subprocess.run(args, cwd=tree, stdout=f, stderr=subprocess.STDOUT).returncode
-    built = tree / "bin" / f"{bench}.{cls}.x"
+    built = tree / "bin" / k.binary_name(cls)
     if rc != 0 or not built.exists():
         raise BuildError(build_failure_reason(Path(log).read_text(errors="replace"), bench, cls, rc, log))
     if Path(binary).resolve() != built.resolve():

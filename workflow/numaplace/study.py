@@ -16,6 +16,7 @@ import yaml
 
 from . import ConfigError
 from .build import check_source
+from .kinds import kind
 from .launch import command
 from .placement import expand_experiment
 from .schema import validate_study
@@ -35,7 +36,7 @@ class Run:
 
     @property
     def binary_name(self):
-        return f"{self.bench}.{self.cls}.x"
+        return kind(self.bench).binary_name(self.cls)
 
     def row(self):
         p = self.placement
