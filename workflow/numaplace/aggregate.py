@@ -43,13 +43,13 @@ from .fidelity import judge
 from .placement import label_of
 from .records import iter_records
 from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
+from .artifacts import TABLES
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
 # a run whose CPUs gave more than this share of their time to other processes is flagged
 FOREIGN_LOAD_MAX = 0.05
 NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
-TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat")
 GIB = 2 ** 30
 
 PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]

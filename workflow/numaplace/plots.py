@@ -26,7 +26,9 @@ from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-KINDS = ("duration", "best_worst", "pages", "serial_init", "variability")
+from .artifacts import FIGURES  # noqa: E402
+
+KINDS = tuple(FIGURES)
 DEFAULTS = {"formats": ["svg", "png"], "dpi": 150, "width": 9.0, "label_width": 46,
             "bar_height": 0.42}
 COLORS = {"bar": "#4c72b0", "best": "#2ca02c", "worst": "#d62728", "default": "#4c72b0",
@@ -144,7 +146,7 @@ def duration_figures(summary, w):
                 x, text = 0, "no ok run (" + ", ".join(bits[1:] or ["not run"]) + ")"
             ax.text(x + 0.01 * xmax, yi, text, va="center", fontsize=8)
         _finish_barh(w, fig, ax, "duration",
-                     f"Duration per placement — {_case_title(bench, cls, variant, threads)}",
+                     f"{FIGURES['duration']} — {_case_title(bench, cls, variant, threads)}",
                      (bench, cls, variant, threads), y, labels, xmax,
                      "NPB time (s): median, whiskers min–max over ok runs")
 
@@ -198,7 +200,7 @@ def best_worst_figures(best_worst, w):
                 tick += f"\n−{r['improvement_pct']:.1f}%\n({flag}){drift}"
             ticks.append(tick)
         _legend(ax, [("best placement", COLORS["best"]), ("worst placement", COLORS["worst"])])
-        _finish_barh(w, fig, ax, "best_worst", f"Best vs worst placement — {_case_title(bench, cls, variant)}",
+        _finish_barh(w, fig, ax, "best_worst", f"{FIGURES['best_worst']} — {_case_title(bench, cls, variant)}",
                      (bench, cls, variant, None), y, ticks, xmax, "NPB time (s): median, whiskers min–max",
                      xspan=1.6)
 
@@ -239,7 +241,7 @@ def pages_figures(numa_pages, summary, w):
             ax.text(tot + 0.01 * xmax, yi, txt, va="center", fontsize=8)
         ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=min(len(table.columns), 4))
         _finish_barh(w, fig, ax, "pages",
-                     f"Pages per NUMA node — {_case_title(bench, cls, variant, threads)}",
+                     f"{FIGURES['pages']} — {_case_title(bench, cls, variant, threads)}",
                      (bench, cls, variant, threads), y, labels, xmax,
                      f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
 
@@ -277,7 +279,7 @@ def serial_init_figures(summary, w):
             ax.text(r[("time_max_s", "default")] + 0.01 * xmax, yi + h / 2, f"{d:.2f} s",
                     va="center", fontsize=8)
         _legend(ax, [("default", COLORS["default"]), ("serial-init", COLORS["serial-init"])])
-        _finish_barh(w, fig, ax, "serial_init", f"Serial initialisation vs default — {_case_title(bench, cls)}",
+        _finish_barh(w, fig, ax, "serial_init", f"{FIGURES['serial_init']} — {_case_title(bench, cls)}",
                      (bench, cls, None, None), y, labels, xmax, "NPB time (s): median, whiskers min–max",
                      xspan=1.3)
 
@@ -302,7 +304,7 @@ def variability_figures(summary, w):
         _rows(ax, len(g))
         ax.set_xlim(0, xmax * 1.4)
         ax.set_xlabel("coefficient of variation of NPB time (%, std/mean over ok runs)")
-        title = f"Run-to-run variability — {_case_title(bench, cls, variant)}"
+        title = f"{FIGURES['variability']} — {_case_title(bench, cls, variant)}"
         ax.set_title(title, loc="left")
         ax.grid(axis="x", alpha=0.3, zorder=0)
         w.save(fig, "variability", _stem(bench, cls, variant), title,

@@ -222,14 +222,11 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
 
     out += ["## Figures", ""]
     if manifest is not None and len(manifest):
-        titles = {"duration": "Duration per placement", "best_worst": "Best vs worst per thread count",
-                  "pages": "Pages per NUMA node", "serial_init": "Serial initialisation vs default",
-                  "variability": "Run-to-run variability"}
         for kind in plots.KINDS:
             rows = manifest[manifest["kind"] == kind]
             if not len(rows):
                 continue
-            out += [f"### {titles[kind]}", ""]
+            out += [f"### {plots.FIGURES[kind]}", ""]
             for _, r in rows.iterrows():
                 img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
                 out += [f"![{r['title']}](figures/{img})", ""]

@@ -12,6 +12,7 @@ from snakemake.exceptions import WorkflowError
 
 from numaplace import ConfigError
 from numaplace import cluster
+from numaplace.artifacts import FIGURES, TABLES as TABLE_NAMES
 from numaplace.study import Study
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
@@ -66,7 +67,7 @@ def run_spec(wc):
 
 # -- tables, figures, report ----------------------------------------------------------
 TABLES_DIR = f"{RESULTS}/tables"
-TABLES = [f"{TABLES_DIR}/{name}.csv" for name in ("runs", "summary", "best_worst", "numa_pages", "numastat")]
+TABLES = [f"{TABLES_DIR}/{name}.csv" for name in TABLE_NAMES]
 REPORT_DIR = f"report/{STUDY.name}"
 FIGURES_DIR = f"{REPORT_DIR}/figures"
 FIGURE_INDEX = f"{FIGURES_DIR}/figures.csv"
@@ -97,9 +98,9 @@ def records_for_tables(wildcards):
     return sorted(os.path.abspath(r) for r in current) + sorted(attempts)
 
 
-def figure_dir(kind, caption, title):
+def figure_dir(kind):
     return report(directory(f"{FIGURES_DIR}/{kind}"), patterns=["{figure}.svg"],
-                  caption=f"../report/{caption}", category="Figures", subcategory=title)
+                  caption=f"../report/{kind}.rst", category="Figures", subcategory=FIGURES[kind])
 
 
 def parent_of(which, name):

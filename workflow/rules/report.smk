@@ -44,11 +44,11 @@ rule plot_figures:
         runs=TABLES[0],
     output:
         index=FIGURE_INDEX,
-        duration=figure_dir("duration", "duration.rst", "Duration per placement"),
-        best_worst=figure_dir("best_worst", "best_worst.rst", "Best vs worst"),
-        pages=figure_dir("pages", "pages.rst", "Pages per NUMA node"),
-        serial_init=figure_dir("serial_init", "serial_init.rst", "Serial initialisation vs default"),
-        variability=figure_dir("variability", "variability.rst", "Variability"),
+        duration=figure_dir("duration"),
+        best_worst=figure_dir("best_worst"),
+        pages=figure_dir("pages"),
+        serial_init=figure_dir("serial_init"),
+        variability=figure_dir("variability"),
     params:
         tables=parent_of("input", "runs"),
         figures=parent_of("output", "index"),

@@ -1,0 +1,9 @@
+"""The names of what the report stage writes, in one place (light: the Snakefile
+imports it at every start): the tables (results/<study>/tables/<name>.csv) and the
+kinds of figure with their titles (report/<study>/figures/<kind>/)."""
+
+TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat")
+
+FIGURES = {"duration": "Duration per placement", "best_worst": "Best vs worst placement",
+           "pages": "Pages per NUMA node", "serial_init": "Serial initialisation vs default",
+           "variability": "Run-to-run variability"}
