@@ -26,7 +26,8 @@ def generated_study(runs_wanted):
             "experiments": [{"name": "many", "placements": placements}]}
 
 
-def dry_run(n):
+def dry_run(n, quiet=False):
+    """(runs, seconds) of `snakemake -n` on a generated study of about n runs."""
     with tempfile.TemporaryDirectory() as d:
         wf = Path(d)
         for name in ("Snakefile", "config", "workflow", "profiles", "envs"):
@@ -39,7 +40,31 @@ def dry_run(n):
                             "--configfile", "gen.yaml"], cwd=wf, capture_output=True, text=True)
         dt = time.monotonic() - t0
         assert r.returncode == 0, r.stderr[-2000:]
-    print(f"dry-run of a {runs}-run study: {dt:.1f} s (target <= 20 s)")
+    if not quiet:
+        print(f"dry-run of a {runs}-run study: {dt:.1f} s (target <= 20 s)")
+    return runs, dt
+
+
+TRIVIAL = """
+N = int(config["jobs"])
+rule all:
+    input: expand("out/{i}.txt", i=range(N))
+rule one:
+    output: "out/{i}.txt"
+    shell: "touch {output}"
+"""
+
+
+def dry_run_alone(n):
+    """Seconds of `snakemake -n` of Snakemake alone on n trivial jobs (the reference)."""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "Snakefile").write_text(TRIVIAL)
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "--cores", "1",
+                            "--config", f"jobs={n}"], cwd=d, capture_output=True, text=True)
+        dt = time.monotonic() - t0
+        assert r.returncode == 0, r.stderr[-2000:]
+    return dt
 
 
 def run_once(exe, spec, rundir):
@@ -59,19 +84,24 @@ def spec_for(bench, cls, cpus="0", numa_maps=True, idle="flag"):
     return st.run_params(st.runs[0].run_id)
 
 
-def overhead(n):
+def overhead(n, quiet=False):
+    """{idle check mode: median seconds the runner adds to a run}."""
     exe = binary("cg", "S")
+    out = {}
     with tempfile.TemporaryDirectory() as d:
         for idle in ("flag", "off"):
             over = []
             for i in range(n):
                 wall, rec = run_once(exe, spec_for("cg", "S", idle=idle), Path(d) / f"{idle}{i}")
                 over.append(wall - rec["wall_s"])
-            print(f"launch overhead per run (idle check {idle}): median {statistics.median(over):.3f} s, "
-                  f"max {max(over):.3f} s over {n} runs (target <= 0.3 s)")
+            out[idle] = statistics.median(over)
+            if not quiet:
+                print(f"launch overhead per run (idle check {idle}): median {out[idle]:.3f} s, "
+                      f"max {max(over):.3f} s over {n} runs (target <= 0.3 s)")
+    return out
 
 
-def sampling_effect(cls, pairs):
+def sampling_effect(cls, pairs, quiet=False):
     exe = binary("cg", cls)
     on, off = [], []
     with tempfile.TemporaryDirectory() as d:
@@ -83,6 +113,8 @@ def sampling_effect(cls, pairs):
                 if flag:
                     samples = rec["captures"]["numa_maps"]["samples"]
     diff = (statistics.median(on) - statistics.median(off)) / statistics.median(off) * 100
+    if quiet:
+        return diff
     print(f"CG.{cls} NPB time, numa_maps sampling on vs off ({pairs} pairs): median {statistics.median(on):.2f} s"
           f" vs {statistics.median(off):.2f} s: {diff:+.2f}% ({samples} samples per run; target < 1%)")
 

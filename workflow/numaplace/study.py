@@ -10,6 +10,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -39,15 +40,32 @@ class Run:
         return kind(self.bench).binary_name(self.cls)
 
     def row(self):
-        p = self.placement
-        argv, env = command(p, "./" + self.binary_name)
-        shown = [f"{k}={v}" for k, v in env.items()] + argv
         return {"run_id": self.run_id, "experiment": ",".join(self.experiments),
-                "bench": self.bench, "class": self.cls, "variant": self.variant,
-                "rep": self.rep, "placement_id": p.id, "placement": p.label,
-                "threads": p.threads, "cpus": p.cpulist, "layout": p.layout_label,
-                "memory": p.memory.label, "binding": p.binding, "launcher": p.launcher,
-                "command": shlex.join(shown)}
+                "bench": self.bench, "class": self.cls, "variant": self.variant, "rep": self.rep,
+                **_plan_columns(self.placement), "command": _shown_command(self.placement, self.binary_name)}
+
+
+# Per placement, computed once: a study has few placements and many runs of each
+# (benchmarks × classes × variants × repetitions), and Snakemake asks for every run's
+# definition while it plans.
+
+@lru_cache(maxsize=None)
+def _plan_columns(p):
+    return {"placement_id": p.id, "placement": p.label, "threads": p.threads, "cpus": p.cpulist,
+            "layout": p.layout_label, "memory": p.memory.label, "binding": p.binding,
+            "launcher": p.launcher}
+
+
+@lru_cache(maxsize=None)
+def _shown_command(p, binary_name):
+    argv, env = command(p, "./" + binary_name)
+    return shlex.join([f"{k}={v}" for k, v in env.items()] + argv)
+
+
+@lru_cache(maxsize=None)
+def _definition(p):
+    argv, env = command(p, "BINARY")
+    return p.to_dict(), tuple(argv), tuple(env.items())
 
 
 class Study:
@@ -119,12 +137,12 @@ class Study:
         """Everything that defines one measured run (its rule's params): changes here, and
         only here, make Snakemake re-run it."""
         r = self.run(run_id)
-        argv, env = command(r.placement, "BINARY")
+        placement, argv, env = _definition(r.placement)
         # what is captured, not how it is judged: fidelity thresholds are no run's params
         capture = {k: v for k, v in self.config.get("capture", {}).items() if k != "fidelity"}
         return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
-                "variant": r.variant, "rep": r.rep, "placement": r.placement.to_dict(),
-                "argv": argv, "env": env, "capture": capture, "run": self.config.get("run", {})}
+                "variant": r.variant, "rep": r.rep, "placement": dict(placement),
+                "argv": list(argv), "env": dict(env), "capture": capture, "run": self.config.get("run", {})}
 
     @property
     def fidelity_thresholds(self):

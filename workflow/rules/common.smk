@@ -54,6 +54,7 @@ def build_record_path(bench, cls, variant):
 BUILDS = [build_record_path(b, c, v) for b, c, v in STUDY.binaries()]
 RECORDS = [f"{RESULTS}/runs/{r.run_id}/record.json" for r in STUDY.runs]
 _RUNS = {r.run_id: r for r in STUDY.runs}
+NODE_CPUS = cluster.node_cpus(STUDY)      # a measured run's threads: the whole node
 
 
 def run_build(wc):

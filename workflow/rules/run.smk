@@ -14,12 +14,12 @@ rule measure:
         spec=run_spec,
     log:
         f"{LOGS}/measure/{{run}}.log",
-    threads: lambda wc: cluster.node_cpus(STUDY)
+    threads: NODE_CPUS
     resources:
         machine=1,
         exclusive=1,
         slurm_extra="--exclusive",
-        cpus_per_task=lambda wc: cluster.node_cpus(STUDY),
+        cpus_per_task=NODE_CPUS,
         runtime=lambda wc: cluster.measure_runtime(STUDY, _RUNS[wc.run]),
         mem_mb=lambda wc: cluster.measure_mem_mb(STUDY, _RUNS[wc.run]),
         **cluster.queue_resources(STUDY),
