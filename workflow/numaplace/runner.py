@@ -18,9 +18,10 @@ import threading
 import time
 from pathlib import Path
 
-from . import npb_output
+from . import npb_output, system
 from .capture import Sampler, numastat_delta, numastat_system
 from .launch import LAUNCHERS, SCRUBBED_ENV
+from .pages_over_time import pages_over_time
 from .records import KEPT
 from .topology import from_sysfs, parse_cpulist
 
@@ -164,8 +165,9 @@ def execute(spec, binary, record_path):
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
     own_cpus = os.sched_getaffinity(0)
-    try:
-        return _execute(spec, binary, record_path)
+    try:      # the study's kernel.numa_balancing for this run, restored after (system.py)
+        with system.balancing_for_run(spec.get("system"), Path(record_path).resolve().parents[2] / system.STATE_FILE):
+            return _execute(spec, binary, record_path)
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
@@ -189,11 +191,12 @@ def _execute(spec, binary, record_path):
 
     rec = {**_record_head(spec), "binary": str(binary), "argv": argv,
            "env": env_set, "env_scrubbed": list(SCRUBBED_ENV), "cwd": str(workdir),
-           **host_facts(), "topology": from_sysfs().to_dict(), "capture_settings": cap,
+           **host_facts(), "topology": from_sysfs().to_dict(), "system": system.at_start(), "capture_settings": cap,
            "run_settings": runcfg, "status": None, "reason": None}
 
     def finish(status, reason=None):
         rec["status"], rec["reason"] = status, reason
+        system.at_end(rec["system"])             # numa_balancing again, migration counters
         rec["finished"] = now()
         _write_record(record_path, rec)
         return rec
@@ -265,6 +268,7 @@ def _execute(spec, binary, record_path):
     if sampler:
         sampler.write()
         rec["captures"] = sampler.summary()
+        rec["captures"]["pages_over_time"] = pages_over_time(sampler.samples)
     else:
         rec["captures"] = None
         rec["captures_note"] = "aprun: the process runs on a compute node; capture not available"
