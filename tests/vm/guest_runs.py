@@ -61,6 +61,9 @@ def main(jobs_path, out_path):
                                     "stdout": p.stdout[-4000:], "stderr": p.stderr[-4000:]}
         print(f"{job['name']}: rc {p.returncode} in {out['jobs'][job['name']]['seconds']} s: "
               f"{p.stdout.strip()[-300:]}", flush=True)
+    # after every job: a run that changed a kernel setting (study `system:`) put it back
+    out["facts_after"] = {"numa_balancing": open("/proc/sys/kernel/numa_balancing").read().strip()
+                          if os.path.exists("/proc/sys/kernel/numa_balancing") else None}
     tmp = out_path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)

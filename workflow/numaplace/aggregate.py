@@ -42,6 +42,7 @@ from . import numa_maps
 from .fidelity import judge
 from .placement import label_of
 from .records import iter_records
+from .system import REPORTED
 from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
@@ -141,6 +142,8 @@ def record_row(rec, thresholds=None):
         "fidelity_memory": (fid.get("memory") or {}).get("verdict"),
         "memory_share_on_allowed": (fid.get("memory") or {}).get("share_on_allowed"),
         "fidelity_reasons": _fidelity_reasons(fid) if fid.get("verdict") == "drift" else "",
+        "fidelity_migration": (fid.get("migration") or {}).get("verdict"),
+        **{f"sys_{k}": (rec.get("system") or {}).get(k) for k in REPORTED},   # system.py
         "host": rec.get("host"), "started": rec.get("started"),
         "footprint": which if data_bytes else None,
         "data_bytes": sum(data_bytes.values()) if data_bytes else None,

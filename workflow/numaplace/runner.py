@@ -166,7 +166,7 @@ def execute(spec, binary, record_path):
     previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
     own_cpus = os.sched_getaffinity(0)
     try:      # the study's kernel.numa_balancing for this run, restored after (system.py)
-        with system.balancing_for_run(spec.get("system"), Path(record_path).resolve().parents[2] / system.STATE_FILE):
+        with system.balancing_for_run(spec.get("system"), system.state_file_for(record_path)):
             return _execute(spec, binary, record_path)
     finally:
         os.sched_setaffinity(0, own_cpus)

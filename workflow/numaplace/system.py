@@ -191,6 +191,17 @@ def check_study(system_cfg, where, root=ROOT):
                           f"here (it is {state}): {why}")
 
 
+def state_file_for(record_path):
+    """results/<study>/system-restore.json for results/<study>/runs/<id>/record.json."""
+    parents = Path(record_path).resolve().parents
+    return parents[min(2, len(parents) - 1)] / STATE_FILE
+
+
+# record fields of `system` the report shows per study (runs.csv columns sys_<name>)
+REPORTED = ("numa_balancing", "numa_balancing_at_end", "thp_enabled", "thp_defrag", "zone_reclaim_mode",
+            "cpufreq_governor", "smt_active", "kernel_cmdline")
+
+
 def restore_leftover(state_file, root=ROOT):
     """A state file left by a run that could not clean up: put its value back."""
     state_file = Path(state_file)
