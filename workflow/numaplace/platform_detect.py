@@ -111,15 +111,15 @@ def detect(name, sys_root="/sys", use_hwloc=None):
     head = [f"numaplace platform file, written by `numaplace platform detect --name {name}`",
             f"from {socket.gethostname()} (kernel {os.uname().release}) on {now}. Sources:"]
     if numa_sysfs:
-        head += [f"  nodes, cpus   {node_root}/node*/cpulist",
-                 f"  memory_mb     {node_root}/node*/meminfo (MemTotal)",
-                 f"  distances     {node_root}/node*/distance (the firmware's ACPI SLIT)"
+        head += [f"  nodes, cpus   sysfs {node_root}/node*/cpulist",
+                 f"  memory_mb     sysfs {node_root}/node*/meminfo (MemTotal)",
+                 f"  distances     sysfs {node_root}/node*/distance (the firmware's ACPI SLIT)"
                  if topo.distances else "  distances     none in sysfs"]
     else:
         head += ["  nodes         no NUMA sysfs: one node of every CPU this process may use "
                  "(as platform: auto)"]
-    head += [f"  caches        {cpu_root}/cpu*/cache/index*/{{level,type,size,shared_cpu_list}}",
-             f"  smt_siblings  {cpu_root}/cpu*/topology/thread_siblings_list"]
+    head += [f"  caches        sysfs {cpu_root}/cpu*/cache/index*/{{level,type,size,shared_cpu_list}}",
+             f"  smt_siblings  sysfs {cpu_root}/cpu*/topology/thread_siblings_list"]
     if use_hwloc is None:
         use_hwloc = str(sys_root) == "/sys"
     hw = hwloc_nodes() if use_hwloc else None
