@@ -338,3 +338,40 @@ def test_detect_rejects_a_bad_name():
     p = subprocess.run([str(Path(sys.executable).parent / "numaplace"), "platform", "detect", "--name", "a b;rm"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--name" in p.stderr
+
+
+# -- the report, on the VM balancing experiment's real records ------------------------------
+
+BALANCING_RUNS = REPO / "tests/fixtures/real/vm-balancing/runs"   # test_numa_vm_system.py, kept
+
+
+def test_real_records_carry_the_system_object():
+    recs = {p.parent.name: json.loads(p.read_text()) for p in BALANCING_RUNS.glob("*/record.json")}
+    assert len(recs) == 4
+    for name, rec in recs.items():
+        want = 0 if name.endswith("balancing-off") else 1
+        assert rec["system"]["numa_balancing"] == rec["system"]["numa_balancing_at_end"] == want
+        assert rec["system"]["thp_enabled"] == "never"
+        assert len(rec["captures"]["pages_over_time"]) >= 5
+        f = judge(rec)
+        assert ("migration" in f) == bool(want)
+
+
+def test_summary_shows_the_settings_and_flags_a_study_whose_runs_differ(tmp_path):
+    from numaplace import aggregate, report
+    results = tmp_path / "results" / "vmbalancing"
+    shutil.copytree(BALANCING_RUNS, results / "runs")
+    aggregate.write_tables(results, tmp_path / "tables")
+    tables = aggregate.read_tables(tmp_path / "tables")
+    runs = tables["runs"]
+    assert sorted(runs["sys_numa_balancing"].tolist()) == [0, 0, 1, 1]
+    text = report.summary_markdown(tables, None, "vmbalancing")
+    section = text.split("## The machine as the kernel saw it")[1].split("\n## ")[0]
+    assert "| automatic NUMA balancing (start) | DIFFERS: " in section, section
+    assert "| transparent huge pages | never | all |" in section, section
+    assert "**The runs differ in automatic NUMA balancing (start), automatic NUMA balancing (end)**" in section
+    assert "Automatic NUMA balancing was on in 2 run(s)" in section
+    # one setting throughout: nothing flagged
+    same = runs[runs["sys_numa_balancing"] == 0]
+    text = report.system_markdown(same)
+    assert not any("DIFFERS" in line for line in text) and not any("was on in" in line for line in text)
