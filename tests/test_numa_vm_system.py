@@ -169,6 +169,16 @@ def detect_in_guest(tool, numaplace_wheel, tmp_path_factory, opts, name):
     assert p.returncode == 0, f"guest failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
     res = json.loads((out / "detect.json").read_text())
     assert res["rc"] == 0, res["stderr"]
+    keep = os.environ.get("NUMAPLACE_KEEP_VM_DETECT")      # → tests/fixtures/real/vm-detect/
+    if keep:
+        import shutil
+        shutil.rmtree(Path(keep) / name, ignore_errors=True)
+        shutil.copytree(out, Path(keep) / name, ignore=shutil.ignore_patterns("started"))
+    # the same file from the copied sysfs on the host (no hwloc): nodes and SLIT alike
+    from numaplace.platform_detect import detect
+    here, there = yaml.safe_load(detect(name, out / "sysfs", use_hwloc=False)), \
+        yaml.safe_load((out / f"{name}.yaml").read_text())
+    assert (here["nodes"], here["distances"]) == (there["nodes"], there["distances"])
     return out, res
 
 
@@ -180,7 +190,7 @@ def check_plans_like_auto(out, name, tmp_path):
     (config_dir / "platforms" / f"{name}.yaml").write_text((out / f"{name}.yaml").read_text())
     import numaplace.study as study_mod
     named = Study({**QUICKISH, "platform": name}, "detected.yaml", config_dir)
-    guest_sysfs = out / "sysfs" / "node"
+    guest_sysfs = out / "sysfs" / "devices" / "system" / "node"
     orig = study_mod.from_sysfs
     study_mod.from_sysfs = lambda: from_sysfs(guest_sysfs)
     try:

@@ -6,7 +6,7 @@ sysfs (what `platform: auto` reads) for the host to plan from.
 
 OUTDIR/<NAME>.yaml  the detected platform file (stdout of the command)
 OUTDIR/detect.json  {"rc", "stderr", "numactl_hardware"}
-OUTDIR/sysfs/node/node<N>/{cpulist,distance,meminfo}
+OUTDIR/sysfs/devices/system/node/node<N>/{cpulist,distance,meminfo}
 """
 import json
 import os
@@ -28,9 +28,9 @@ def main(wheel, name, outdir):
     src = "/sys/devices/system/node"
     for d in sorted(os.listdir(src)):
         if d.startswith("node") and d[4:].isdigit():
-            os.makedirs(os.path.join(outdir, "sysfs", "node", d))
+            os.makedirs(os.path.join(outdir, "sysfs", "devices", "system", "node", d))
             for f in ("cpulist", "distance", "meminfo"):
-                shutil.copyfile(os.path.join(src, d, f), os.path.join(outdir, "sysfs", "node", d, f))
+                shutil.copyfile(os.path.join(src, d, f), os.path.join(outdir, "sysfs", "devices", "system", "node", d, f))
     with open(os.path.join(outdir, "detect.json"), "w") as f:
         json.dump({"rc": p.returncode, "stderr": p.stderr[-4000:],
                    "numactl_hardware": sh("numactl", "--hardware")}, f, indent=1)

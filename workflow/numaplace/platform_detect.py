@@ -127,9 +127,13 @@ def detect(name, sys_root="/sys", use_hwloc=None):
         head.append("  hwloc         not consulted (not installed, or not the live /sys)")
     else:
         version, hw_nodes = hw
-        ours = {n: c for n, c in topo.nodes.items()}
-        if hw_nodes == ours:
-            head.append(f"  hwloc {version}  lstopo --of xml: the same nodes and CPUs per node")
+        # hwloc gives a memory-only node the CPUs of the object it hangs from: compare
+        # the CPU lists of nodes with CPUs, and the node ids of all
+        agree = set(hw_nodes) == set(topo.nodes) and all(hw_nodes[n] == c for n, c in topo.nodes.items() if c)
+        if agree:
+            memory_only = [n for n, c in topo.nodes.items() if not c]
+            head.append(f"  hwloc {version}  lstopo --of xml: the same nodes and CPUs per node"
+                        + (f" (memory-only node(s) {format_cpulist(memory_only)} too)" if memory_only else ""))
         else:
             head.append(f"  hwloc {version}  lstopo --of xml DISAGREES: "
                         + ", ".join(f"node {n}: {format_cpulist(c) or '-'}" for n, c in sorted(hw_nodes.items()))
