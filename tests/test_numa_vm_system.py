@@ -32,6 +32,7 @@ DETECT_SCRIPT = REPO / "tests" / "vm" / "guest_detect.py"
 MiB = 2 ** 20
 # W in the suite (runs of ~13 s in the guest); A for a longer look (README numbers)
 BAL_CLASS = os.environ.get("NUMAPLACE_VM_BALANCING_CLASS", "W")
+MOVE_AFTER_S = {"W": 5, "A": 25}.get(BAL_CLASS, 5)   # into the run, once its footprint has settled
 
 BAL_STUDY = {
     "study": "vmbalancing", "platform": "vm4", "benchmarks": ["mg", "cg"], "classes": [BAL_CLASS],
@@ -77,6 +78,15 @@ def balancing(npb_build, numaplace_wheel, tmp_path_factory):
             jobs.append({"name": name, "spec": {**spec, "run_id": name},
                          "binary": str(npb_build(r.bench, r.cls, r.variant)),
                          "record": str(base / "results" / "vmbalancing" / "runs" / name / "record.json")})
+    # a real move of a running serial-init run's pages (migratepages 0 → 3, balancing on):
+    # what the judge must call drift, whatever the kernel's balancing does on its own
+    moved = json.loads(json.dumps(next(j for j in jobs if j["name"].startswith("mg.") and j["name"].endswith("-on"))))
+    exe = Path(moved["binary"]).name
+    moved.update(name="moved-by-hand", record=str(base / "results" / "vmbalancing" / "runs" / "moved-by-hand" / "record.json"),
+                 alongside=["sh", "-c", f"while ! pid=$(pidof {exe}); do sleep 0.1; done; sleep {MOVE_AFTER_S}; "
+                                        "migratepages $pid 0 3 && echo moved $pid"])
+    moved["spec"]["run_id"] = "moved-by-hand"
+    jobs.append(moved)
     jobs_file, out_file = base / "jobs.json", base / "guest-out.json"
     jobs_file.write_text(json.dumps({"wheel": str(numaplace_wheel), "thp": "never", "jobs": jobs}, indent=1))
     t0 = time.monotonic()
@@ -97,7 +107,7 @@ def balancing(npb_build, numaplace_wheel, tmp_path_factory):
         for j in jobs:
             copy_run_files(Path(j["record"]).parent, Path(keep) / "runs" / j["name"])
     sys.stderr.write(f"\nbalancing guest: {time.monotonic() - t0:.0f} s\n")
-    return {"out": out, "records": records, "base": base}
+    return {"out": out, "records": records, "base": base, "jobs": {j["name"]: j for j in jobs}}
 
 
 def timeline_text(rec):
@@ -227,3 +237,20 @@ def test_detect_magny_cours_8_slit(numaplace_wheel, tmp_path_factory, tmp_path):
     assert topo.distances == MAGNY_COURS_8
     assert topo.nodes == {n: [n] for n in range(8)}
     check_plans_like_auto(out, "vm-mc8", tmp_path)
+
+
+def test_pages_moved_during_the_run_are_judged_drift_with_the_numbers(balancing):
+    """The pages of a running serial-init MG (balancing on) moved from node 0 to node 3
+    by migratepages: the record's pages over time show it, the judge says drift."""
+    res = balancing["out"]["jobs"]["moved-by-hand"]
+    assert res["alongside"]["rc"] == 0 and "moved" in res["alongside"]["output"], res["alongside"]
+    rec = balancing["records"]["moved-by-hand"]
+    assert rec["status"] == "ok", rec["reason"]
+    sys.stderr.write(f"\nmoved by hand after {MOVE_AFTER_S} s: {timeline_text(rec)}; vmstat {rec['system']['vmstat_delta']}\n")
+    f = judge(rec)
+    mig = f["migration"]
+    assert mig["verdict"] == "drift" and f["verdict"] == "drift", json.dumps(mig, indent=1)
+    assert mig["shares_first"]["0"] >= 0.95 and mig["shares_moved"]["3"] >= 0.9, mig
+    assert rec["system"]["vmstat_delta"]["pgmigrate_success"] >= 0.9 * mig["bytes"] / 4096
+    why = [r for r in f["reasons"] if r.startswith("migration: numa_balancing on:")]
+    assert why and "N0 " in why[0] and "N3 " in why[0], f["reasons"]

@@ -375,3 +375,31 @@ def test_summary_shows_the_settings_and_flags_a_study_whose_runs_differ(tmp_path
     same = runs[runs["sys_numa_balancing"] == 0]
     text = report.system_markdown(same)
     assert not any("DIFFERS" in line for line in text) and not any("was on in" in line for line in text)
+
+
+# -- platform detect on the NUMA VM guests' sysfs (test_numa_vm_system.py, kept) -------------
+
+VM_DETECT = REPO / "tests/fixtures/real/vm-detect"
+
+
+@pytest.mark.parametrize("name, nodes, dist", [
+    ("vm-unequal", {0: [0, 1], 1: [2, 3], 2: []}, [[10, 20, 20], [20, 10, 20], [20, 20, 10]]),
+    ("vm-mc8", {n: [n] for n in range(8)}, None)])
+def test_detect_from_a_guests_sysfs(tmp_path, name, nodes, dist):
+    from numaplace.platform_detect import detect
+    text = detect(name, VM_DETECT / name / "sysfs", use_hwloc=False)
+    (tmp_path / f"{name}.yaml").write_text(text)
+    topo = load_platform(tmp_path / f"{name}.yaml")
+    guest = load_platform(VM_DETECT / name / f"{name}.yaml")        # what the guest printed
+    assert topo.nodes == guest.nodes == nodes
+    assert topo.distances == guest.distances
+    if dist:
+        assert topo.distances == dist
+    assert "hwloc         not consulted" in text and "hwloc 2." in (VM_DETECT / name / f"{name}.yaml").read_text()
+
+
+def test_hwloc_cpuset_words():
+    from numaplace.platform_detect import _hwloc_cpuset
+    assert _hwloc_cpuset("0x00000003") == [0, 1]
+    assert _hwloc_cpuset("0x00000001,0x80000000") == [31, 32]
+    assert _hwloc_cpuset("0x0") == []

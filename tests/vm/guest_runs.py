@@ -6,7 +6,7 @@ Snakemake `measure` rule does.
 
 JOBS.json: {"wheel": "<numaplace-*.whl built on the host>", "thp": "never" (optional: set
             transparent huge pages), "jobs": [{"name": ..., "spec": {...}, "binary": ...,
-            "record": ...}, ...]}
+            "record": ..., "alongside": [argv] (optional: started next to the run)}, ...]}
 OUT.json:  {"facts": {...}, "jobs": {name: {"rc", "seconds", "stdout", "stderr"}}}
 Standard library only: the guest has python3 without pip, and no network. A pure-Python
 wheel is installed by unpacking it into the venv's site-packages (what pip does for it).
@@ -56,9 +56,19 @@ def main(jobs_path, out_path):
         t0 = time.monotonic()
         argv = [python, "-m", "numaplace", "run", "--spec", json.dumps(job["spec"], sort_keys=True),
                 "--binary", job["binary"], "--record", job["record"]]
+        # "alongside": a command started next to the run (e.g. one that moves its pages)
+        side = subprocess.Popen(job["alongside"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True) if job.get("alongside") else None
         p = subprocess.run(argv, capture_output=True, text=True)
         out["jobs"][job["name"]] = {"rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
                                     "stdout": p.stdout[-4000:], "stderr": p.stderr[-4000:]}
+        if side:
+            try:
+                side_out = side.communicate(timeout=10)[0]
+            except subprocess.TimeoutExpired:
+                side.kill()
+                side_out = side.communicate()[0]
+            out["jobs"][job["name"]]["alongside"] = {"rc": side.returncode, "output": side_out[-4000:]}
         print(f"{job['name']}: rc {p.returncode} in {out['jobs'][job['name']]['seconds']} s: "
               f"{p.stdout.strip()[-300:]}", flush=True)
     # after every job: a run that changed a kernel setting (study `system:`) put it back
