@@ -347,7 +347,7 @@ BALANCING_RUNS = REPO / "tests/fixtures/real/vm-balancing/runs"   # test_numa_vm
 
 def test_real_records_carry_the_system_object():
     recs = {p.parent.name: json.loads(p.read_text()) for p in BALANCING_RUNS.glob("*/record.json")}
-    assert len(recs) == 4
+    assert len(recs) == 5
     for name, rec in recs.items():
         want = 0 if name.endswith("balancing-off") else 1
         assert rec["system"]["numa_balancing"] == rec["system"]["numa_balancing_at_end"] == want
@@ -355,6 +355,10 @@ def test_real_records_carry_the_system_object():
         assert len(rec["captures"]["pages_over_time"]) >= 5
         f = judge(rec)
         assert ("migration" in f) == bool(want)
+        # the kernel's own balancing moved (almost) nothing in these runs; migratepages did
+        assert (f["verdict"] == "drift") == (name == "moved-by-hand"), (name, f.get("reasons"))
+    m = judge(recs["moved-by-hand"])["migration"]
+    assert m["shares_first"]["0"] >= 0.95 and m["shares_moved"]["3"] >= 0.5
 
 
 def test_summary_shows_the_settings_and_flags_a_study_whose_runs_differ(tmp_path):
@@ -364,13 +368,13 @@ def test_summary_shows_the_settings_and_flags_a_study_whose_runs_differ(tmp_path
     aggregate.write_tables(results, tmp_path / "tables")
     tables = aggregate.read_tables(tmp_path / "tables")
     runs = tables["runs"]
-    assert sorted(runs["sys_numa_balancing"].tolist()) == [0, 0, 1, 1]
+    assert sorted(runs["sys_numa_balancing"].tolist()) == [0, 0, 1, 1, 1]
     text = report.summary_markdown(tables, None, "vmbalancing")
     section = text.split("## The machine as the kernel saw it")[1].split("\n## ")[0]
     assert "| automatic NUMA balancing (start) | DIFFERS: " in section, section
     assert "| transparent huge pages | never | all |" in section, section
     assert "**The runs differ in automatic NUMA balancing (start), automatic NUMA balancing (end)**" in section
-    assert "Automatic NUMA balancing was on in 2 run(s)" in section
+    assert "Automatic NUMA balancing was on in 3 run(s)" in section and "1 run(s) had pages moved" in section
     # one setting throughout: nothing flagged
     same = runs[runs["sys_numa_balancing"] == 0]
     text = report.system_markdown(same)
