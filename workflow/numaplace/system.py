@@ -192,9 +192,11 @@ def check_study(system_cfg, where, root=ROOT):
 
 
 def state_file_for(record_path):
-    """results/<study>/system-restore.json for results/<study>/runs/<id>/record.json."""
+    """results/<study>/system-restore.<host>.json for results/<study>/runs/<id>/record.json:
+    one per machine, as results/ may be shared by the nodes of a cluster."""
+    import socket
     parents = Path(record_path).resolve().parents
-    return parents[min(2, len(parents) - 1)] / STATE_FILE
+    return parents[min(2, len(parents) - 1)] / STATE_FILE.replace(".json", f".{socket.gethostname()}.json")
 
 
 # record fields of `system` the report shows per study (runs.csv columns sys_<name>)
