@@ -87,6 +87,26 @@ def balancing(npb_build, numaplace_wheel, tmp_path_factory):
                                         "migratepages $pid 0 3 && echo moved $pid"])
     moved["spec"]["run_id"] = "moved-by-hand"
     jobs.append(moved)
+    # the runner stopped while balancing is off for it: SIGTERM (as Snakemake or Ctrl-C
+    # stop it) restores at once; SIGKILL leaves the state file, and the study's next run
+    # (here one that times out) restores it first, then sets and restores again
+    off = next(j for j in jobs if j["name"].startswith("mg.") and j["name"].endswith("-off"))
+    runs_dir = base / "results" / "vmbalancing"
+    for name, sig, timeout in (("stopped-sigterm", "TERM", None), ("stopped-sigkill", "KILL", None),
+                               ("next-run-times-out", None, 3)):
+        j = json.loads(json.dumps(off))
+        j.update(name=name, record=str(runs_dir / "runs" / name / "record.json"))
+        j["spec"]["run_id"] = name
+        if timeout:
+            j["spec"]["run"] = {**j["spec"]["run"], "timeout": timeout}
+        if sig:
+            j["alongside"] = ["sh", "-c", f"while ! pid=$(pidof {Path(off['binary']).name}); do sleep 0.1; done; "
+                              "sleep 2; echo during $(cat /proc/sys/kernel/numa_balancing); "
+                              "runner=$(awk '{print $4}' /proc/$pid/stat); "
+                              f"kill -{sig} $runner; sleep 1; kill -KILL $pid; sleep 1; "
+                              "echo after $(cat /proc/sys/kernel/numa_balancing); "
+                              f"cat {runs_dir}/system-restore.*.json 2>/dev/null || echo no-state-file"]
+        jobs.append(j)
     jobs_file, out_file = base / "jobs.json", base / "guest-out.json"
     jobs_file.write_text(json.dumps({"wheel": str(numaplace_wheel), "thp": "never", "jobs": jobs}, indent=1))
     t0 = time.monotonic()
@@ -99,6 +119,8 @@ def balancing(npb_build, numaplace_wheel, tmp_path_factory):
     records = {}
     for j in jobs:
         res = out["jobs"][j["name"]]
+        if j["name"].startswith("stopped-"):          # killed on purpose: no record
+            continue
         assert res["rc"] == 0, f"{j['name']}: {res['stdout']}\n{res['stderr']}"
         records[j["name"]] = json.loads(Path(j["record"]).read_text())
     keep = os.environ.get("NUMAPLACE_KEEP_VM_RECORDS")
@@ -255,3 +277,21 @@ def test_pages_moved_during_the_run_are_judged_drift_with_the_numbers(balancing)
     assert rec["system"]["vmstat_delta"]["pgmigrate_success"] >= 0.5 * mig["bytes"] / 4096
     why = [r for r in f["reasons"] if r.startswith("migration: numa_balancing on:")]
     assert why and "N0 " in why[0] and "N3 " in why[0], f["reasons"]
+
+
+def test_stopped_runs_restore_balancing(balancing):
+    """SIGTERM (Snakemake's stop, like Ctrl-C's SIGINT) restores at once; after SIGKILL
+    the state file holds the old value and the study's next run restores it."""
+    jobs = balancing["out"]["jobs"]
+    term = jobs["stopped-sigterm"]
+    assert term["rc"] != 0 and "during 0" in term["alongside"]["output"], term
+    assert "after 1" in term["alongside"]["output"] and "no-state-file" in term["alongside"]["output"]
+    assert not (Path(balancing["jobs"]["stopped-sigterm"]["record"])).exists()
+    kill = jobs["stopped-sigkill"]
+    assert "during 0" in kill["alongside"]["output"] and "after 0" in kill["alongside"]["output"], kill
+    assert '"numa_balancing": 1' in kill["alongside"]["output"] and kill["numa_balancing_after"] == "0"
+    nxt = balancing["records"]["next-run-times-out"]
+    assert nxt["status"] == "timeout" and nxt["system"]["numa_balancing"] == 0, nxt["status"]
+    assert jobs["next-run-times-out"]["numa_balancing_after"] == "1"
+    assert not list((Path(balancing["base"]) / "results" / "vmbalancing").glob("system-restore*"))
+    assert balancing["out"]["facts_after"]["numa_balancing"] == "1"

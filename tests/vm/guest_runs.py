@@ -37,6 +37,11 @@ def sh(*argv):
         return f"error: {e}"
 
 
+def balancing():
+    path = "/proc/sys/kernel/numa_balancing"
+    return open(path).read().strip() if os.path.exists(path) else None
+
+
 def main(jobs_path, out_path):
     open(out_path + ".started", "w").close()      # the guest booted and ran this
     cfg = json.load(open(jobs_path))
@@ -69,11 +74,11 @@ def main(jobs_path, out_path):
                 side.kill()
                 side_out = side.communicate()[0]
             out["jobs"][job["name"]]["alongside"] = {"rc": side.returncode, "output": side_out[-4000:]}
+        out["jobs"][job["name"]]["numa_balancing_after"] = balancing()
         print(f"{job['name']}: rc {p.returncode} in {out['jobs'][job['name']]['seconds']} s: "
               f"{p.stdout.strip()[-300:]}", flush=True)
     # after every job: a run that changed a kernel setting (study `system:`) put it back
-    out["facts_after"] = {"numa_balancing": open("/proc/sys/kernel/numa_balancing").read().strip()
-                          if os.path.exists("/proc/sys/kernel/numa_balancing") else None}
+    out["facts_after"] = {"numa_balancing": balancing()}
     tmp = out_path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
