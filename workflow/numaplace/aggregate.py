@@ -42,8 +42,8 @@ from . import numa_maps
 from .fidelity import judge
 from .placement import label_of
 from .records import iter_records
-from .system import REPORTED
 from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
+from .system import REPORTED
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
