@@ -29,7 +29,6 @@ from numaplace.topology import from_sysfs, load_platform
 
 REPO = Path(__file__).resolve().parents[1]
 DETECT_SCRIPT = REPO / "tests" / "vm" / "guest_detect.py"
-MiB = 2 ** 20
 # W in the suite (runs of ~13 s in the guest); A for a longer look (README numbers)
 BAL_CLASS = os.environ.get("NUMAPLACE_VM_BALANCING_CLASS", "W")
 MOVE_AFTER_S = {"W": 5, "A": 25}.get(BAL_CLASS, 5)   # into the run, once its footprint has settled
