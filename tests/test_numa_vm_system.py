@@ -158,7 +158,8 @@ def test_balancing_off_for_the_run_keeps_serial_init_pages_and_is_restored(balan
     settled = [pt for pt in points if sum(pt["data_bytes"].values()) >= 0.95 * sum(points[-1]["data_bytes"].values())]
     for pt in settled:                                     # the pages stay on the master's node
         assert shares_of(pt).get(0, 0) >= 0.95, timeline_text(rec)
-    assert sysrec["vmstat_delta"]["numa_pages_migrated"] == 0, sysrec["vmstat_delta"]
+    # no scanning while off (hint faults of PTEs marked before the switch may still come)
+    assert sysrec["vmstat_delta"]["numa_pte_updates"] == 0, sysrec["vmstat_delta"]
     f = judge(rec)
     assert "migration" not in f and f["verdict"] == "ok", json.dumps(f, indent=1)
     # and numaplace put it back after the run: the guest ends with balancing on
