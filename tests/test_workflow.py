@@ -42,6 +42,8 @@ def test_quick_study_all_verified(quick):
         assert r["output"]["threads"] == r["placement"]["threads"]
         assert r["host"] and r["kernel"] and r["topology"]["nodes"] and r["started"] < r["ended"]
         assert "idle" in r and "loadavg" in r["idle"]
+        # the page-shaping settings (numaplace.system), at the start and the end
+        assert {"numa_balancing", "thp_enabled", "kernel_cmdline", "numa_balancing_at_end"} <= set(r["system"])
     print(f"quick study: {len(recs)} runs + builds in {seconds:.1f} s")
 
 

@@ -6,7 +6,7 @@ Snakemake `measure` rule does.
 
 JOBS.json: {"wheel": "<numaplace-*.whl built on the host>", "thp": "never" (optional: set
             transparent huge pages), "jobs": [{"name": ..., "spec": {...}, "binary": ...,
-            "record": ...}, ...]}
+            "record": ..., "alongside": [argv] (optional: started next to the run)}, ...]}
 OUT.json:  {"facts": {...}, "jobs": {name: {"rc", "seconds", "stdout", "stderr"}}}
 Standard library only: the guest has python3 without pip, and no network. A pure-Python
 wheel is installed by unpacking it into the venv's site-packages (what pip does for it).
@@ -37,6 +37,11 @@ def sh(*argv):
         return f"error: {e}"
 
 
+def balancing():
+    path = "/proc/sys/kernel/numa_balancing"
+    return open(path).read().strip() if os.path.exists(path) else None
+
+
 def main(jobs_path, out_path):
     open(out_path + ".started", "w").close()      # the guest booted and ran this
     cfg = json.load(open(jobs_path))
@@ -56,11 +61,24 @@ def main(jobs_path, out_path):
         t0 = time.monotonic()
         argv = [python, "-m", "numaplace", "run", "--spec", json.dumps(job["spec"], sort_keys=True),
                 "--binary", job["binary"], "--record", job["record"]]
+        # "alongside": a command started next to the run (e.g. one that moves its pages)
+        side = subprocess.Popen(job["alongside"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True) if job.get("alongside") else None
         p = subprocess.run(argv, capture_output=True, text=True)
         out["jobs"][job["name"]] = {"rc": p.returncode, "seconds": round(time.monotonic() - t0, 2),
                                     "stdout": p.stdout[-4000:], "stderr": p.stderr[-4000:]}
+        if side:
+            try:
+                side_out = side.communicate(timeout=10)[0]
+            except subprocess.TimeoutExpired:
+                side.kill()
+                side_out = side.communicate()[0]
+            out["jobs"][job["name"]]["alongside"] = {"rc": side.returncode, "output": side_out[-4000:]}
+        out["jobs"][job["name"]]["numa_balancing_after"] = balancing()
         print(f"{job['name']}: rc {p.returncode} in {out['jobs'][job['name']]['seconds']} s: "
               f"{p.stdout.strip()[-300:]}", flush=True)
+    # after every job: a run that changed a kernel setting (study `system:`) put it back
+    out["facts_after"] = {"numa_balancing": balancing()}
     tmp = out_path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)

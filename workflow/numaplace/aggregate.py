@@ -44,6 +44,7 @@ from .placement import label_of
 from .records import iter_records
 from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
 from .artifacts import TABLES
+from .system import REPORTED
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
@@ -150,6 +151,8 @@ def record_row(rec, thresholds=None):
         "fidelity_memory": (fid.get("memory") or {}).get("verdict"),
         "memory_share_on_allowed": (fid.get("memory") or {}).get("share_on_allowed"),
         "fidelity_reasons": _fidelity_reasons(fid) if fid.get("verdict") == "drift" else "",
+        "fidelity_migration": (fid.get("migration") or {}).get("verdict"),
+        **{f"sys_{k}": (rec.get("system") or {}).get(k) for k in REPORTED},   # system.py
         "foreign_load_share": foreign.get("share"),
         "shared_cpus": bool(foreign.get("share") is not None and foreign["share"] > FOREIGN_LOAD_MAX),
         "problems": "; ".join(problems),

@@ -5,6 +5,7 @@
     numaplace build | run                        one NPB build / one measured run (rules)
     numaplace tables | figures | summary | html  the report's steps (rules)
     numaplace pbs-submit | pbs-status            PBS Pro / Torque glue (profiles/pbs*)
+    numaplace platform detect --name NAME        a platform file for this machine (stdout)
 """
 from __future__ import annotations
 
@@ -88,7 +89,25 @@ def _parser():
                          "Snakemake still checks that its outputs exist)")
     st.add_argument("--verbose", action="store_true", help="print the reason to stderr")
     st.add_argument("jobid")
+
+    pl = sub.add_parser("platform", help="platform files (config/platforms/<name>.yaml)")
+    pd_ = pl.add_subparsers(dest="platform_cmd", required=True, metavar="ACTION")
+    d = pd_.add_parser("detect", help="print a platform file for this machine (nodes, CPUs, memory, "
+                       "SLIT, caches, SMT siblings; sources in its header)")
+    d.add_argument("--name", required=True, help="the platform's name (config/platforms/<name>.yaml)")
+    d.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)    # tests: a copied tree
     return ap
+
+
+def _platform_detect(a):
+    from . import ConfigError
+    from .platform_detect import detect
+    try:
+        sys.stdout.write(detect(a.name, a.sysfs))
+    except ConfigError as e:
+        print(f"numaplace: {e}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _plan(a):
@@ -185,6 +204,8 @@ def main(argv=None):
         return _pbs_submit(a)
     elif a.cmd == "pbs-status":
         return _pbs_status(a)
+    elif a.cmd == "platform":
+        return _platform_detect(a)
     return 0
 
 

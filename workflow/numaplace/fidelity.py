@@ -225,13 +225,82 @@ def judge(rec, thresholds=None):
                        "measured topology; local nodes taken from the plan")
     th = _threads(rec, cpus)
     mem = _memory(rec, nodes_of_cpus, cfg)
-    parts = (th["verdict"], mem["verdict"])
+    mig = migration(rec, cfg)       # pages moved by automatic NUMA balancing (None: n/a)
+    parts = (th["verdict"], mem["verdict"], "drift" if (mig or {}).get("verdict") == "drift" else "ok")
     overall = "drift" if "drift" in parts else ("unknown" if "unknown" in parts else "ok")
     out.update(verdict=overall, threads=th, memory=mem, settings=cfg)
+    if mig is not None:
+        out["migration"] = mig
     if overall == "drift":
-        out["reasons"] = [f"{k}: {r}" for k, a in (("threads", th), ("memory", mem))
+        out["reasons"] = [f"{k}: {r}" for k, a in (("threads", th), ("memory", mem), ("migration", mig or {}))
                           for r in a.get("reasons", [])]
     elif overall == "unknown":
         out["reason"] = "; ".join(f"{k}: {a['reason']}" for k, a in (("threads", th), ("memory", mem))
                                   if a["verdict"] == "unknown")
+    return out
+
+
+# -- pages moved by the kernel (automatic NUMA balancing) ----------------------------
+
+MIGRATION_MOVED_MAX = 0.05      # share of the settled footprint's data pages that may change node
+SETTLED = 0.05                  # samples within this of the final footprint: the settled part
+
+
+def migration(rec, thresholds=None):
+    """With kernel.numa_balancing on (record field `system`), did the kernel move the data
+    pages of a first-touch (memory local: default or serial-init) run while it ran?
+
+    From captures.pages_over_time (older records: the peak and last samples): over the
+    samples of the settled footprint (the tail within SETTLED of the final size), the
+    largest share of pages that changed node since the first of them. drift above
+    `migration_moved_max` (default MIGRATION_MOVED_MAX), with the numbers. None where it
+    does not apply: balancing off or unknown, a membind/interleave/preferred placement."""
+    from .system import balancing_on
+    system = rec.get("system") or {}
+    p = rec.get("placement") or {}
+    if not balancing_on(system) or p.get("memory") != "local":
+        return None
+    limit = (thresholds or {}).get("migration_moved_max", MIGRATION_MOVED_MAX)
+    caps = rec.get("captures") or {}
+    nm = caps.get("numa_maps") or {}
+    points = caps.get("pages_over_time") or [v for v in (nm.get("peak"), nm.get("last")) if v]
+    points = [(pt["t"], {int(n): b for n, b in pt["data_bytes"].items()}) for pt in points
+              if pt.get("data_bytes")]
+    out = {"balancing": {k: system.get(k) for k in ("numa_balancing", "numa_balancing_at_end")},
+           "moved_max": limit}
+    if (system.get("vmstat_delta") or {}).get("numa_pages_migrated") is not None:
+        out["numa_pages_migrated_system"] = system["vmstat_delta"]["numa_pages_migrated"]
+    final = sum(points[-1][1].values()) if points else 0
+    settled = []
+    for t, by_node in reversed(points):
+        if abs(sum(by_node.values()) - final) > SETTLED * max(final, 1):
+            break
+        settled.insert(0, (t, by_node))
+    if len(settled) < 2 or not final:
+        return {**out, "verdict": "unknown", "reason": f"numa_balancing on, but {len(settled)} sample(s) "
+                "of the settled footprint: cannot see pages move"}
+
+    def shares(by_node):
+        total = sum(by_node.values())
+        return {n: b / total for n, b in by_node.items()}
+
+    t0, first = settled[0][0], shares(settled[0][1])
+    moved, t_moved, at = 0.0, t0, first
+    for t, by_node in settled[1:]:
+        s = shares(by_node)
+        m = sum(max(0.0, s.get(n, 0) - first.get(n, 0)) for n in s)
+        if m > moved:
+            moved, t_moved, at = m, t, s
+    nodes = sorted(set(first) | set(at))
+    out.update(t_first=t0, t_moved=t_moved, t_last=settled[-1][0], samples=len(settled), bytes=final,
+               moved_share=round(moved, 4),
+               shares_first={str(n): round(first.get(n, 0), 4) for n in nodes},
+               shares_moved={str(n): round(at.get(n, 0), 4) for n in nodes})
+    if moved > limit:
+        shown = " ".join(f"N{n} {_pct(first.get(n, 0))}→{_pct(at.get(n, 0))}" for n in nodes)
+        out["verdict"] = "drift"
+        out["reasons"] = [f"numa_balancing on: {_pct(moved)} of {_mib(final)} data pages changed node "
+                          f"between t={t0:g} s and t={t_moved:g} s (max {_pct(limit)}): {shown}"]
+    else:
+        out["verdict"] = "ok"
     return out

@@ -124,6 +124,55 @@ def answer_rst(best_worst):
     return "\n".join(lines)
 
 
+# -- the machine as the kernel saw it (record field `system`, numaplace.system) ----------
+
+SYSTEM_LABELS = {"numa_balancing": "automatic NUMA balancing (start)",
+                 "numa_balancing_at_end": "automatic NUMA balancing (end)",
+                 "thp_enabled": "transparent huge pages", "thp_defrag": "THP defrag",
+                 "zone_reclaim_mode": "zone_reclaim_mode", "cpufreq_governor": "cpufreq governor",
+                 "smt_active": "SMT active", "kernel_cmdline": "kernel command line"}
+
+
+def system_markdown(runs):
+    """One line per setting: its value in every run, or the values and the runs that
+    differ from the most common one (such a study compares unlike runs)."""
+    out = ["## The machine as the kernel saw it", ""]
+    cols = [c for c in (f"sys_{k}" for k in SYSTEM_LABELS) if c in runs]
+    if not len(runs) or not cols or runs[cols].isna().all().all():
+        return out + ["Not recorded (records older than the `system` field).", ""]
+    out += ["Settings that move pages or change times, read from /proc and /sys as each run "
+            "started (balancing again as it ended).", ""]
+    rows, flagged = [], []
+    for key, label in SYSTEM_LABELS.items():
+        col = runs[f"sys_{key}"].map(lambda v: "not recorded" if _cell(v) == "" else _cell(v)) \
+            if f"sys_{key}" in runs else None
+        if col is None:
+            continue
+        counts = col.value_counts()
+        if len(counts) == 1:
+            rows.append({"setting": label, "value": _short(counts.index[0], 300), "runs": "all"})
+            continue
+        common = counts.index[0]
+        odd = runs.loc[col != common, "run_id"].tolist()
+        rows.append({"setting": label, "value": "DIFFERS: " + "; ".join(
+            f"{_short(v, 120)} ({n} run{'s' if n != 1 else ''})" for v, n in counts.items()),
+            "runs": ", ".join(odd[:20]) + (" …" if len(odd) > 20 else "")})
+        flagged.append(label)
+    out += [md_table(pd.DataFrame(rows), [("setting", "setting"), ("value", "value"),
+                                          ("runs not at the most common value", "runs")]), ""]
+    if flagged:
+        out += [f"**The runs differ in {', '.join(flagged)}**: their times are not strictly comparable.", ""]
+    on = runs["sys_numa_balancing"].map(lambda v: _cell(v) not in ("", "0", "0.0")) \
+        if "sys_numa_balancing" in runs else None
+    if on is not None and on.any():
+        moved = int((runs.get("fidelity_migration") == "drift").sum()) if "fidelity_migration" in runs else 0
+        out += [f"Automatic NUMA balancing was on in {int(on.sum())} run(s): the kernel may move "
+                f"first-touch and serial-init pages mid-run; {moved} run(s) had pages moved (in the "
+                "drift section, `migration`). Set `system: {numa_balancing: off}` to measure placements "
+                "as asked.", ""]
+    return out
+
+
 # -- summary.md ----------------------------------------------------------------------
 
 def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None):
@@ -152,6 +201,8 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
         out += [md_table(counts, cols), ""]
     else:
         out += ["No run records yet.", ""]
+
+    out += system_markdown(current)
 
     out += ["## Best and worst placement", "",
             "Per (benchmark, class, variant, threads), by median time. *Improvement* is the time "
@@ -251,7 +302,7 @@ def _flagged_runs(runs):
                 + more, ""]
     else:
         out += ["None.", ""]
-    bad = runs[(runs["status"] == "unreadable") | (runs["problems"].fillna("") != "")] \
+    bad = runs[(runs["status"] == "unreadable") | runs["problems"].map(lambda x: isinstance(x, str) and x != "")] \
         if len(runs) and "problems" in runs else runs.iloc[0:0]
     out += ["## Files that could not be read", ""]
     if len(bad):

@@ -19,11 +19,13 @@ import threading
 import time
 from pathlib import Path
 
+from . import system
 from .capture import Sampler, numastat_delta, numastat_system
 from .guard import (AncestorWatch, cpu_jiffies, die_with_parent, foreign_load, idle_check,
                     machine_lock, snakemake_ancestor)
 from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
+from .pages_over_time import pages_over_time
 from .placement import Placement
 from .records import KEPT, VERSION as RECORD_VERSION, kind_facts, write_record
 from .topology import from_sysfs
@@ -117,8 +119,9 @@ def execute(spec, binary, record_path):
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
     own_cpus = os.sched_getaffinity(0)
-    try:
-        return _Run(spec, binary, record_path).execute()
+    try:      # the study's kernel.numa_balancing for this run, restored after (system.py)
+        with system.balancing_for_run(spec.get("system"), system.state_file_for(record_path)):
+            return _Run(spec, binary, record_path).execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
@@ -141,6 +144,7 @@ class _Run:
         self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
                     "env": self.env, "env_scrubbed": list(SCRUBBED_ENV),
                     "cwd": str(self.rundir / "work"), **host_facts(), "topology": from_sysfs().to_dict(),
+                    "system": system.at_start(),
                     "capture_settings": self.capture, "run_settings": self.runcfg,
                     "status": None, "reason": None}
 
@@ -157,6 +161,7 @@ class _Run:
 
     def finish(self, status, reason=None):
         self.rec["status"], self.rec["reason"] = status, reason
+        system.at_end(self.rec["system"])        # numa_balancing again, migration counters
         self.rec["finished"] = now()
         write_record(self.record_path, self.rec)
         return self.rec
@@ -205,6 +210,7 @@ class _Run:
         if sampler:
             sampler.write()
             self.rec["captures"] = sampler.summary()
+            self.rec["captures"]["pages_over_time"] = pages_over_time(sampler.samples)
         else:
             self.rec["captures"] = None
             self.rec["captures_note"] = (f"{self.launcher.name}: the process runs on a compute node; "

@@ -21,6 +21,7 @@ from .kinds import kind
 from .launch import command
 from .placement import expand_experiment
 from .schema import validate_study
+from .system import check_study as check_system
 from .topology import from_sysfs, load_platform, platform_path
 
 
@@ -73,6 +74,7 @@ class Study:
         self.where = str(where)
         self.config = validate_study(config, self.where)
         self.name = self.config["study"]
+        check_system(self.config.get("system"), self.where)     # before any run: may we?
         check_source(self.npb, self.where)
         self.config_dir = Path(config_dir)
         self.topology = self._topology()
@@ -142,7 +144,9 @@ class Study:
         capture = {k: v for k, v in self.config.get("capture", {}).items() if k != "fidelity"}
         return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
                 "variant": r.variant, "rep": r.rep, "placement": dict(placement),
-                "argv": list(argv), "env": dict(env), "capture": capture, "run": self.config.get("run", {})}
+                "argv": list(argv), "env": dict(env), "capture": capture, "run": self.config.get("run", {}),
+                # only when set: studies without it keep their params (and their records)
+                **({"system": self.config["system"]} if self.config.get("system") else {})}
 
     @property
     def fidelity_thresholds(self):
