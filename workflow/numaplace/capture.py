@@ -5,7 +5,7 @@ is numactl's or taskset's) and is adaptive: dense while the process's data footp
 changes (first touch decides where pages land), backing off geometrically to
 interval_max once it is steady. Reading numa_maps walks the page tables under the
 process's memory-map lock (tens of ms for GiBs), so the interval never drops below
-1/duty_max times the last read's cost (the page-table walk the benchmark feels); the
+1/duty_max times the last read's CPU cost (the page-table walk the benchmark feels); the
 whole sample (read, parsing, threads) is held to duty_max of a CPU as well while the
 sampler shares CPUs with the benchmark, and to duty_free when it runs on CPUs the
 benchmark's threads may not use (the runner moves itself off the placement's CPUs
@@ -106,12 +106,14 @@ class Sampler(threading.Thread):
 
     def _sample(self):
         """One sample; returns its data footprint in bytes (None without numa_maps)."""
-        s0 = time.perf_counter()
+        # costs in this thread's CPU time: a read slowed by CPU starvation or by pages
+        # migrating must not stretch the interval past the run (it would hide the move)
+        s0 = time.thread_time()
         sample = {"t": round(time.monotonic() - self.t0, 4)}
         text = None
         if self.numa_maps_on:
             text = read_numa_maps(self.pid)
-            self.last_read_cost = time.perf_counter() - s0
+            self.last_read_cost = time.thread_time() - s0
             self.read_seconds += self.last_read_cost
             if not text:
                 raise ProcessLookupError(self.pid)     # an exiting process has no mappings
@@ -137,7 +139,7 @@ class Sampler(threading.Thread):
                 per[cpu] = per.get(cpu, 0) + 1
                 th["allowed"] = allowed
             self.shared_cpus = any(_cpus_of(m) & self.own_cpus for m in masks)
-        self.last_sample_cost = time.perf_counter() - s0
+        self.last_sample_cost = time.thread_time() - s0
         self.sample_seconds += self.last_sample_cost
         if text is None:
             self.samples.append(sample)
