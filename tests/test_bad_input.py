@@ -35,7 +35,7 @@ def platform(**changes):
 
 # (case id, study dict or raw text, platform override or None, entry expected, problem expected)
 CASES = [
-    ("malformed-yaml", "study: x\nexperiments: [\n", None, "YAML", "malformed YAML"),
+    ("malformed-yaml", "study: x\nexperiments: [\n", None, "line 3", "malformed YAML"),
     ("unknown-top-key", study(repetitons=3), None, "(top level)", "unknown key: Additional properties are not allowed ('repetitons' was unexpected)"),
     ("unknown-placement-key", study(experiments=exp({"cpu": "0"})), None, "experiments[0].placements[0]",
      "unknown key: Additional properties are not allowed ('cpu' was unexpected)"),
@@ -61,10 +61,10 @@ CASES = [
     ("unknown-kernel", study(benchmarks=["ft"]), None, "benchmarks[0]", "'ft' is not one of"),
     ("repetitions-zero", study(repetitions=0), None, "repetitions", "less than the minimum"),
     ("shell-in-cpus", study(experiments=exp({"cpus": "0;rm -rf ~"})), None,
-     "experiments[0].placements[0].cpus", "is not allowed here"),
+     "experiments[0].placements[0].cpus", "is not a CPU list"),
     ("shell-in-fflags", study(npb={"fflags": "-O3 $(curl evil)"}), None, "npb.fflags", "is not allowed here"),
     ("shell-in-source", study(npb={"source": "x.tar.gz;reboot"}), None, "npb.source", "is not allowed here"),
-    ("bad-study-name", study(study="../etc"), None, "study", "is not allowed here"),
+    ("bad-study-name", study(study="../etc"), None, "study", "is not a usable name"),
     ("unknown-platform", study(platform="vax"), None, "platform", "unknown platform 'vax'"),
     ("too-many-threads", study(experiments=exp({"compact": [64]})), None, "placements[0].compact",
      "64 threads but platform x4600 has 16 CPUs"),
@@ -73,7 +73,7 @@ CASES = [
     ("platform-distances-shape", study(platform="p"), platform(distances=[[10, 20]]), "distances", "2x2 matrix"),
     ("platform-unknown-key", study(platform="p"), platform(sockets=2), "(top level)",
      "unknown key: Additional properties are not allowed ('sockets' was unexpected)"),
-    ("platform-malformed", study(platform="p"), "name: p\nnodes: [{id: 0\n", "YAML", "malformed YAML"),
+    ("platform-malformed", study(platform="p"), "name: p\nnodes: [{id: 0\n", "line", "malformed YAML"),
 ]
 
 
