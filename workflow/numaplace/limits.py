@@ -15,7 +15,7 @@ DEFAULTS = {
     "threads": 4096,         # threads of one placement (compact/spread/threads/layout sum)
     "cpu_id": 8191,          # largest CPU or node id (Linux's largest NR_CPUS is 8192)
     "choices": 5000,         # node choices of one `nodes: all-choices` layout
-    "symmetries": 50000,     # node permutations kept by `distinct: true`
+    "symmetries": 5000,      # node permutations kept by `distinct: true`
 }
 
 

@@ -114,8 +114,11 @@ class Topology:
 
         Used to keep one representative per class of equivalent node choices. A
         backtracking search: fine for the tens of nodes NUMA machines have. With a
-        limit, stops after limit + 1 (the caller refuses that many).
+        limit, stops after limit + 1 (the caller refuses that many). A complete answer
+        is kept: the study check and the placements ask for it in turn.
         """
+        if "_automorphisms" in self.__dict__:
+            return self._automorphisms
         ids = self.node_ids
         n = len(ids)
         D = self.distances or [[10 if a == b else 20 for b in ids] for a in ids]
@@ -136,6 +139,8 @@ class Topology:
                     extend(perm + [j], used | {j})
 
         extend([], frozenset())
+        if limit is None or len(found) <= limit:
+            self._automorphisms = found
         return found
 
 
