@@ -64,6 +64,10 @@ def _memory_message(err):
     value = err.instance
     if isinstance(value, dict) and len(value) == 1:
         (policy, nodes), = value.items()
+        if policy in ("interleave", "membind") and isinstance(nodes, list) and \
+                len(set(map(repr, nodes))) < len(nodes):
+            dup = next(n for i, n in enumerate(nodes) if n in nodes[:i])
+            return f"{policy} lists node {shown(dup)} twice"
         if policy in ("interleave", "membind"):
             return f"{policy} needs a non-empty list of node ids, or a node list like '0-3' " \
                    f"(got {shown(nodes)})"
