@@ -332,6 +332,11 @@ def test_json_study_is_read(tmp_path, repo):
     assert load_study_file(f, cfg).name == "bad"
 
 
+def test_yaml_flow_mapping_is_not_taken_for_json(tmp_path, repo):
+    f, cfg = write_case(tmp_path, repo / "config", yaml.safe_dump(study(), default_flow_style=True), None)
+    assert f.read_text().startswith("{") and load_study_file(f, cfg).name == "bad"
+
+
 def test_layout_of_many_ones_is_planned_quickly(tmp_path, repo):
     # 12 equal counts have one ordering: planned without walking 12! permutations
     f, cfg = write_case(tmp_path, repo / "config", {**study(experiments=exp({"layout": "/".join(["1"] * 12)})), **P},

@@ -165,6 +165,18 @@ def _parse_yaml(text, where):
                           "digits?)") from None
 
 
+def _parse_yaml_or_json(text, where):
+    # JSON first, as Snakemake reads config files, for a document opening with '{'
+    # (NaN or a duplicate key refused there); YAML when it is no JSON at all
+    if text.lstrip().startswith("{"):
+        try:
+            return _parse_json(text, where)
+        except ConfigError as e:
+            if not e.problem.startswith("malformed JSON"):
+                raise
+    return _parse_yaml(text, where)
+
+
 def _refuse_constant(name):
     raise ValueError(f"{name} is not a number numaplace can use")
 
@@ -219,9 +231,7 @@ def load_mapping(path, what="study"):
     if not text.strip():
         raise ConfigError(where, "(top level)", f"the file is empty; a {what} file is a mapping "
                           "of settings")
-    # JSON first, as Snakemake reads config files: a document opening with '{'
-    data = _parse_json(text, where) if text.lstrip().startswith("{") or path.suffix == ".json" \
-        else _parse_yaml(text, where)
+    data = _parse_json(text, where) if path.suffix == ".json" else _parse_yaml_or_json(text, where)
     if not isinstance(data, dict):
         kind = {list: "a list", str: "a single text value", type(None): "nothing"}.get(
             type(data), f"a single {type(data).__name__}")
