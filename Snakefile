@@ -1,8 +1,8 @@
 # numaplace: NUMA placement studies with the NPB CG and MG kernels.
 #   snakemake --cores 1                                   embedded default study (config/config.yaml)
-#   snakemake --cores 1 --configfile config/studies/quick.yaml
-#   snakemake --cores 1 plan --configfile <study>         plan.tsv only, no hardware needed
-#   snakemake --cores 1 report --configfile <study>       tables, figures, summary.md and report.html
+#   snakemake --cores 1 --config study=config/studies/quick.yaml
+#   snakemake --cores 1 plan --config study=<study>         plan.tsv only, no hardware needed
+#   snakemake --cores 1 report --config study=<study>       tables, figures, summary.md and report.html
 #                                                         from the records on disk (runs nothing)
 # Logic lives in workflow/numaplace; the rules only wire files to it.
 

@@ -1,5 +1,9 @@
-"""Bad studies and platforms fail before anything is built or run, with a message that
-names the file, the entry and the problem; results already on disk stay untouched."""
+"""Bad studies and platforms fail before anything is built or run, with one line
+`invalid study: <file at fault>: <entry>: <problem>`; results already on disk stay
+untouched. The corpus is grouped by kind: the file itself, numbers, names (they become
+paths and arguments), contradictions."""
+import json
+import resource
 import shutil
 import subprocess
 import sys
@@ -8,6 +12,7 @@ import pytest
 import yaml
 
 from numaplace import ConfigError
+from numaplace.loader import one_line, refusal
 from numaplace.study import load_study_file
 
 BASE = {"study": "bad", "platform": "x4600", "repetitions": 1,
@@ -15,7 +20,7 @@ BASE = {"study": "bad", "platform": "x4600", "repetitions": 1,
 
 
 def study(**changes):
-    d = yaml.safe_load(yaml.safe_dump(BASE))
+    d = json.loads(json.dumps(BASE))
     d.update(changes)
     return d
 
@@ -28,86 +33,353 @@ GOOD_PLATFORM = {"name": "p", "nodes": [{"id": 0, "cpus": "0-1"}, {"id": 1, "cpu
 
 
 def platform(**changes):
-    d = yaml.safe_load(yaml.safe_dump(GOOD_PLATFORM))
+    d = json.loads(json.dumps(GOOD_PLATFORM))
     d.update(changes)
     return d
 
 
-# (case id, study dict or raw text, platform override or None, entry expected, problem expected)
+def symmetric_platform(n, distances=True):
+    """n one-CPU nodes, every pair at the same distance: as symmetric as it gets."""
+    d = {"name": "p", "nodes": [{"id": i, "cpus": str(i)} for i in range(n)]}
+    if distances:
+        d["distances"] = [[10 if i == j else 20 for j in range(n)] for i in range(n)]
+    return d
+
+
+class Json(str):
+    """Study text written to study.json."""
+
+
+MISSING, DIRECTORY = "<missing>", "<directory>"
+P = {"platform": "p"}                 # merged into a study: the platform is config/platforms/p.yaml
+ON_P = study(platform="p")            # a good study on platform p: the platform file is at fault
+
+LAUGHS = "study: bad\nplatform: x4600\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 8)) + \
+    "experiments: [{name: e, placements: [{cpus: '0'}]}]\n"
+YTE = "__use_yte__: true\nstudy: bad\nplatform: x4600\n?if True:\n  repetitions: 1\n" \
+      "experiments: [{name: e, placements: [{cpus: '0'}]}]\n"
+
+# (kind, case id, study (dict, text, bytes, Json, MISSING, DIRECTORY), platform p
+#  (same forms, or None), entry expected (substring), key words of the problem)
 CASES = [
-    ("malformed-yaml", "study: x\nexperiments: [\n", None, "YAML", "malformed YAML"),
-    ("unknown-top-key", study(repetitons=3), None, "(top level)", "unknown key: Additional properties are not allowed ('repetitons' was unexpected)"),
-    ("unknown-placement-key", study(experiments=exp({"cpu": "0"})), None, "experiments[0].placements[0]",
-     "unknown key: Additional properties are not allowed ('cpu' was unexpected)"),
-    ("cpu-not-in-topology", study(experiments=exp({"cpus": "0-3,99"})), None,
-     "experiments[0] (e).placements[0].cpus", "CPU 99 is not in platform x4600"),
-    ("layout-sum-not-threads", study(experiments=exp({"layout": "2/2", "nodes": [0, 1], "threads": 5})), None,
-     "experiments[0] (e).placements[0]", "places 4 threads, but threads: 5"),
-    ("layout-exceeds-node", study(experiments=exp({"layout": "3/1", "nodes": [0, 1]})), None,
-     "placements[0].layout", "3 threads on node 0, which has 2 CPUs"),
-    ("unknown-node", study(experiments=exp({"layout": "2/2", "nodes": [0, 9]})), None,
-     "placements[0]", "node 9 is not in platform x4600"),
-    ("layout-nodes-count", study(experiments=exp({"layout": "2/2/2", "nodes": [0, 1]})), None,
-     "placements[0]", "has 3 entries but nodes has 2"),
-    ("taskset-membind", study(experiments=exp({"cpus": "0-1"}, memory=[{"membind": [0]}])), None,
-     "placements[0]", "launcher taskset cannot express"),
-    ("aprun-process-binding", study(launcher="aprun", binding="process"), None,
-     "placements[0]", "aprun cannot express"),
-    ("membind-unknown-node", study(launcher="numactl", experiments=exp({"cpus": "0-1"}, memory=[{"membind": [12]}])),
-     None, "memory[0].membind", "node 12 is not in platform"),
-    ("duplicate-ids", study(experiments=exp({"cpus": "0-1", "id": "a"}, {"cpus": "2-3", "id": "a"})), None,
-     "experiments[0] (e)", "duplicate placement id 'a'"),
-    ("unknown-class", study(classes=["D"]), None, "classes[0]", "'D' is not one of"),
-    ("unknown-kernel", study(benchmarks=["ft"]), None, "benchmarks[0]", "'ft' is not one of"),
-    ("repetitions-zero", study(repetitions=0), None, "repetitions", "less than the minimum"),
-    ("shell-in-cpus", study(experiments=exp({"cpus": "0;rm -rf ~"})), None,
-     "experiments[0].placements[0].cpus", "is not allowed here"),
-    ("shell-in-fflags", study(npb={"fflags": "-O3 $(curl evil)"}), None, "npb.fflags", "is not allowed here"),
-    ("shell-in-source", study(npb={"source": "x.tar.gz;reboot"}), None, "npb.source", "is not allowed here"),
-    ("bad-study-name", study(study="../etc"), None, "study", "is not allowed here"),
-    ("unknown-platform", study(platform="vax"), None, "platform", "unknown platform 'vax'"),
-    ("too-many-threads", study(experiments=exp({"compact": [64]})), None, "placements[0].compact",
-     "64 threads but platform x4600 has 16 CPUs"),
-    ("platform-cpu-twice", study(platform="p"), platform(nodes=[{"id": 0, "cpus": "0-1"}, {"id": 1, "cpus": "1-2"}]),
-     "nodes[1] (node 1).cpus", "CPU 1 is already in node 0"),
-    ("platform-distances-shape", study(platform="p"), platform(distances=[[10, 20]]), "distances", "2x2 matrix"),
-    ("platform-unknown-key", study(platform="p"), platform(sockets=2), "(top level)",
-     "unknown key: Additional properties are not allowed ('sockets' was unexpected)"),
-    ("platform-malformed", study(platform="p"), "name: p\nnodes: [{id: 0\n", "YAML", "malformed YAML"),
+    # -- the file itself ------------------------------------------------------------
+    ("file", "empty", "", None, "(top level)", ["empty"]),
+    ("file", "only-comments", "# nothing yet\n", None, "(top level)", ["mapping", "found nothing"]),
+    ("file", "list-at-top", "- study: bad\n- platform: x4600\n", None, "(top level)", ["mapping", "list"]),
+    ("file", "scalar-at-top", "just some words\n", None, "(top level)", ["mapping", "text value"]),
+    ("file", "unclosed-flow", "study: x\nexperiments: [\n", None, "line 3", ["malformed YAML"]),
+    ("file", "bad-indent", "study: bad\n  platform: x4600\n", None, "line 2", ["malformed YAML"]),
+    ("file", "tab-indent", "study: bad\nexperiments:\n\t- name: e\n", None, "line 3", ["tab", "spaces"]),
+    ("file", "latin1-bytes", b"study: bad\ndescription: caf\xe9\n", None, "line 2", ["not UTF-8"]),
+    ("file", "utf16", "study: bad\n".encode("utf-16"), None, "line 1", ["not UTF-8"]),
+    ("file", "python-tag", "study: !!python/object/apply:os.system [echo pwned]\n", None, "line 1", ["tag", "not allowed"]),
+    ("file", "str-tag", "study: !!str bad\n", None, "line 1", ["tag", "not allowed"]),
+    ("file", "local-tag", "study: bad\nrepetitions: !reps 3\n", None, "line 2", ["tag"]),
+    ("file", "duplicate-top-key", "study: a\nplatform: x4600\nstudy: b\n", None, "line 3", ["'study'", "twice", "line 1"]),
+    ("file", "duplicate-nested-key", "study: bad\nplatform: x4600\nexperiments:\n  - name: e\n    name: f\n"
+     "    placements: [{cpus: '0'}]\n", None, "line 5", ["'name'", "twice"]),
+    ("file", "alias-bomb", LAUGHS, None, "line", ["aliases expand", "200000"]),
+    ("file", "alias-cycle", "study: bad\nloop: &a [*a]\n", None, "line 2", ["alias", "contains it"]),
+    ("file", "merge-key", "study: bad\nbase: &b {repetitions: 1}\nexperiments: [{<<: *b, name: e}]\n", None,
+     "line 3", ["merge keys"]),
+    ("file", "yte-template", YTE, None, "__use_yte__", ["YTE", "runs no code"]),
+    ("file", "two-documents", "study: a\n---\nstudy: b\n", None, "line 2", ["single document"]),
+    ("file", "deep-nesting", "study: bad\nx: " + "[" * 200 + "]" * 200 + "\n", None, "line 2", ["nested", "32"]),
+    ("file", "nul-character", "study: bad\x00\n", None, "YAML", ["#x0000"]),
+    ("file", "too-large", "study: bad\n" + "# padding\n" * 120_000, None, "study", ["larger than", "KiB"]),
+    ("file", "integer-of-5000-digits", "study: bad\nrepetitions: " + "9" * 5000 + "\n", None, "YAML", ["number", "digits"]),
+    ("file", "non-text-key", "study: bad\n3: three\n", None, "line 2", ["key 3", "not text"]),
+    ("file", "study-missing", MISSING, None, "study", ["no such file"]),
+    ("file", "study-is-directory", DIRECTORY, None, "study", ["directory"]),
+    ("file", "json-nan", Json('{"study": "bad", "platform": "x4600", "repetitions": NaN, '
+                              '"experiments": [{"name": "e", "placements": [{"cpus": "0"}]}]}'), None,
+     "JSON", ["NaN", "not a number"]),
+    ("file", "json-infinity", Json('{"study": "bad", "run": {"timeout": Infinity}}'), None, "JSON", ["Infinity"]),
+    ("file", "json-duplicate-key", Json('{"study": "a", "study": "b"}'), None, "JSON", ["'study'", "twice"]),
+    ("file", "json-syntax", Json('{"study": "bad",}'), None, "line 1", ["malformed JSON"]),
+    ("file", "platform-empty", ON_P, "", "(top level)", ["empty"]),
+    ("file", "platform-latin1", ON_P, b"name: p\ndescription: \xff\xfe\nnodes: [{id: 0, cpus: '0'}]\n", "line 2", ["not UTF-8"]),
+    ("file", "platform-duplicate-key", ON_P, "name: p\nnodes: [{id: 0, cpus: '0'}]\nnodes: [{id: 1, cpus: '1'}]\n",
+     "line 3", ["'nodes'", "twice"]),
+    ("file", "platform-tag", ON_P, "name: !!python/name:os.system p\nnodes: [{id: 0, cpus: '0'}]\n", "line 1", ["tag"]),
+    ("file", "platform-is-directory", ON_P, DIRECTORY, "platform", ["directory"]),
+    ("file", "platform-list", ON_P, "- name: p\n", "(top level)", ["list"]),
+    ("file", "platform-malformed", ON_P, "name: p\nnodes: [{id: 0\n", "line", ["malformed YAML"]),
+    ("file", "platform-yte", ON_P, "__use_yte__: true\nname: p\nnodes: [{id: 0, cpus: '0'}]\n", "__use_yte__", ["YTE"]),
+
+    # -- numbers --------------------------------------------------------------------
+    ("numbers", "repetitions-float", study(repetitions=2.0), None, "repetitions", ["whole number", "2.0"]),
+    ("numbers", "repetitions-bool", study(repetitions=True), None, "repetitions", ["true/false is not a number"]),
+    ("numbers", "repetitions-word", study(repetitions="three"), None, "repetitions", ["whole number", "'three'"]),
+    ("numbers", "repetitions-zero", study(repetitions=0), None, "repetitions", ["less than the minimum"]),
+    ("numbers", "repetitions-nan", "study: bad\nplatform: x4600\nrepetitions: .nan\n", None, "repetitions", ["nan", "finite"]),
+    ("numbers", "timeout-infinite", "study: bad\nplatform: x4600\nrun: {timeout: .inf}\n", None, "run.timeout", ["inf", "finite"]),
+    ("numbers", "repetitions-huge", study(repetitions=10**9), None, "repetitions",
+     ["1000000000", "limit of 1000", "limits: {repetitions: 1000000000}"]),
+    ("numbers", "exp-repetitions-huge", study(experiments=exp({"cpus": "0"}, repetitions=5000)), None,
+     "experiments[0] (e).repetitions", ["limit of 1000", "repetitions"]),
+    ("numbers", "compact-float", study(experiments=exp({"compact": [2.0]})), None, "compact[0]", ["whole number"]),
+    ("numbers", "threads-float", study(experiments=exp({"cpus": "0-1", "threads": 1.5})), None, "threads", ["whole number", "1.5"]),
+    ("numbers", "membind-float-node", study(launcher="numactl", experiments=exp({"cpus": "0"}, memory=[{"membind": [0.0]}])),
+     None, "memory[0]", ["membind needs a non-empty list of node ids"]),
+    ("numbers", "membind-negative-node", study(launcher="numactl", experiments=exp({"cpus": "0"}, memory=[{"membind": [-1]}])),
+     None, "memory[0]", ["membind needs a non-empty list of node ids"]),
+    ("numbers", "preferred-bool", study(launcher="numactl", memory=[{"preferred": True}]), None, "memory[0]",
+     ["preferred needs one node id"]),
+    ("numbers", "cpu-negative", study(experiments=exp({"cpus": -1})), None, "cpus", ["CPU list"]),
+    ("numbers", "cpu-range-huge", study(experiments=exp({"cpus": "0-9999999"})), None, "placements[0].cpus",
+     ["9999999", "limit of 8191", "cpu_id"]),
+    ("numbers", "cpu-digits-huge", study(experiments=exp({"cpus": "0-" + "9" * 40})), None, "cpus", ["CPU list"]),
+    ("numbers", "compact-huge", study(experiments=exp({"compact": [10**6]})), None, "compact", ["threads", "limit of 4096"]),
+    ("numbers", "layout-digits-huge", study(experiments=exp({"layout": "1" * 30 + "/1"})), None, "layout", ["not a layout"]),
+    ("numbers", "plan-explodes", study(repetitions=1000, classes=["S", "W", "A", "B", "C"],
+                                       variants=["default", "serial-init", "mcmodel-medium"],
+                                       experiments=exp({"compact": list(range(1, 17))})), None,
+     "experiments", ["planned runs", "480000", "limit of 20000", "limits: {runs:"]),
+    ("numbers", "all-choices-explodes", {**study(experiments=exp({"layout": "1/1/1/1"})), **P}, symmetric_platform(64),
+     "placements[0].nodes", ["635376", "limit of 5000", "choices"]),
+    ("numbers", "symmetries-explode", {**study(experiments=exp({"layout": "1/1", "distinct": True})), **P},
+     symmetric_platform(24), "distinct", ["symmetries", "5000"]),
+    ("numbers", "interval-min-above-max", study(capture={"interval_min": 2.0, "interval_max": 1.0}), None,
+     "capture.interval_min", ["above", "interval_max"]),
+    ("numbers", "dpi-huge", study(figures={"dpi": 10**6}), None, "figures.dpi", ["maximum"]),
+    ("numbers", "share-above-one", study(fidelity={"memory_share_min": 1.5}), None, "fidelity.memory_share_min", ["maximum"]),
+    ("numbers", "limits-float", study(limits={"runs": 1e6}), None, "limits.runs", ["whole number"]),
+    ("numbers", "platform-node-id-float", ON_P, platform(nodes=[{"id": 0.0, "cpus": "0"}]), "nodes[0].id", ["whole number"]),
+    ("numbers", "platform-node-id-negative", ON_P, platform(nodes=[{"id": -1, "cpus": "0"}]), "nodes[0].id", ["minimum"]),
+    ("numbers", "platform-node-id-huge", ON_P, platform(nodes=[{"id": 10**7, "cpus": "0"}]), "id", ["limit of 8191"]),
+    ("numbers", "platform-cpus-huge", ON_P, platform(nodes=[{"id": 0, "cpus": "0-9999999"}]), "cpus", ["limit of 8191"]),
+    ("numbers", "platform-distance-float", ON_P, platform(distances=[[10, 20.5], [20.5, 10]]), "distances[0][1]", ["whole number"]),
+    ("numbers", "platform-memory-bool", ON_P, platform(nodes=[{"id": 0, "cpus": "0", "memory_mb": True}]), "memory_mb",
+     ["true/false"]),
+    ("numbers", "platform-distance-nan", ON_P, "name: p\nnodes: [{id: 0, cpus: '0'}]\ndistances: [[.nan]]\n",
+     "distances[0][0]", ["nan", "finite"]),
+
+    # -- names (they become paths under results/ and report/, and arguments) --------
+    ("names", "study-dotdot", study(study="../etc"), None, "study", ["not a usable name", ".."]),
+    ("names", "study-dotdot-inside", study(study="a..b"), None, "study", ["not a usable name"]),
+    ("names", "study-leading-dash", study(study="-rf"), None, "study", ["not a usable name"]),
+    ("names", "study-leading-dot", study(study=".hidden"), None, "study", ["not a usable name"]),
+    ("names", "study-slash", study(study="a/b"), None, "study", ["not a usable name"]),
+    ("names", "study-space", study(study="my study"), None, "study", ["not a usable name"]),
+    ("names", "study-too-long", study(study="s" * 300), None, "study", ["not a usable name", "1-64"]),
+    ("names", "study-newline", study(study="ok\nrm -rf /"), None, "study", ["control character"]),
+    ("names", "study-trailing-newline", "study: \"bad\\n\"\nplatform: x4600\n", None, "study", ["control character"]),
+    ("names", "study-nul", "study: \"bad\\0x\"\nplatform: x4600\n", None, "study", ["control character"]),
+    ("names", "study-non-ascii", study(study="étude"), None, "study", ["not a usable name"]),
+    ("names", "study-number", study(study=42), None, "study", ["expected text"]),
+    ("names", "experiment-dotdot", study(experiments=[{"name": "..", "placements": [{"cpus": "0"}]}]), None,
+     "experiments[0].name", ["not a usable name"]),
+    ("names", "placement-id-path", study(experiments=exp({"cpus": "0", "id": "../../x"})), None, "placements[0].id",
+     ["not a usable name"]),
+    ("names", "placement-id-option", study(experiments=exp({"cpus": "0", "id": "--help"})), None, "placements[0].id",
+     ["not a usable name"]),
+    ("names", "placement-id-newline", study(experiments=exp({"cpus": "0", "id": "a\nb"})), None, "placements[0].id",
+     ["control character"]),
+    ("names", "study-platform-path", study(platform="../studies/quick"), None, "platform", ["not a usable name"]),
+    ("names", "platform-own-name", ON_P, platform(name="-p"), "name", ["not a usable name"]),
+    ("names", "key-with-newline", "study: bad\n\"repe\\ntitions\": 1\n", None, "repe", ["control character"]),
+    ("names", "shell-in-cpus", study(experiments=exp({"cpus": "0;rm -rf ~"})), None, "placements[0].cpus", ["CPU list"]),
+    ("names", "shell-in-fflags", study(npb={"fflags": "-O3 $(curl evil)"}), None, "npb.fflags", ["is not allowed here"]),
+    ("names", "shell-in-source", study(npb={"source": "x.tar.gz;reboot"}), None, "npb.source", ["is not allowed here"]),
+
+    # -- contradictions -------------------------------------------------------------
+    ("contradictions", "cpu-twice-overlap", study(experiments=exp({"cpus": "0-3,2"})), None, "placements[0].cpus",
+     ["2 is listed twice"]),
+    ("contradictions", "cpu-twice-single", study(experiments=exp({"cpus": "1,1"})), None, "cpus", ["1 is listed twice"]),
+    ("contradictions", "membind-node-twice", study(launcher="numactl", memory=[{"membind": [0, 0]}]), None, "memory[0]",
+     ["membind lists node 0 twice"]),
+    ("contradictions", "interleave-string-twice", study(launcher="numactl", memory=[{"interleave": "0-2,1"}]), None,
+     "memory[0].interleave", ["1 is listed twice"]),
+    ("contradictions", "compact-twice", study(experiments=exp({"compact": [2, 2]})), None, "compact", ["lists 2 twice"]),
+    ("contradictions", "benchmark-twice", study(benchmarks=["cg", "cg"]), None, "benchmarks", ["lists 'cg' twice"]),
+    ("contradictions", "experiment-name-twice", study(experiments=exp({"cpus": "0"}) + exp({"cpus": "1"})), None,
+     "experiments[1].name", ["'e'", "already used", "experiments[0]"]),
+    ("contradictions", "compact-with-nodes", study(experiments=exp({"compact": [2], "nodes": [0]})), None,
+     "placements[0].nodes", ["only applies to a layout", "compact ignores it"]),
+    ("contradictions", "cpus-with-distinct", study(experiments=exp({"cpus": "0", "distinct": True})), None,
+     "placements[0].distinct", ["only applies to a layout"]),
+    ("contradictions", "distinct-with-node-list", study(experiments=exp({"layout": "2/2", "nodes": [0, 1], "distinct": True})),
+     None, "distinct", ["nodes: all-choices", "remove distinct"]),
+    ("contradictions", "distinct-without-distances", {**study(experiments=exp({"layout": "1/1", "distinct": True})), **P},
+     GOOD_PLATFORM, "distinct", ["no distances", "add distances"]),
+    ("contradictions", "cpus-and-layout", study(experiments=exp({"cpus": "0-1", "layout": "1/1"})), None, "placements[0]",
+     ["exactly one of cpus, layout, compact or spread"]),
+    ("contradictions", "no-placement-form", study(experiments=exp({"threads": 2})), None, "placements[0]",
+     ["exactly one of"]),
+    ("contradictions", "membind-word", study(launcher="numactl", memory=[{"membind": "local"}]), None, "memory[0]",
+     ["membind needs a non-empty list of node ids"]),
+    ("contradictions", "membind-empty", study(launcher="numactl", memory=[{"membind": []}]), None, "memory[0]",
+     ["membind needs a non-empty list"]),
+    ("contradictions", "memory-unknown-policy", study(launcher="numactl", memory=["remote"]), None, "memory[0]",
+     ["unknown memory policy", "local"]),
+    ("contradictions", "memory-two-policies", study(launcher="numactl", memory=[{"membind": [0], "interleave": [1]}]),
+     None, "memory[0]", ["unknown memory policy"]),
+    ("contradictions", "layout-nodes-count", study(experiments=exp({"layout": "2/2/2", "nodes": [0, 1]})), None,
+     "placements[0]", ["has 3 entries but nodes has 2"]),
+    ("contradictions", "platform-slit-zero-diagonal", ON_P, platform(distances=[[0, 20], [20, 10]]), "distances[0][0]",
+     ["distance to itself is 0", "local distance"]),
+    ("contradictions", "platform-slit-below-local", ON_P, platform(distances=[[10, 5], [5, 10]]), "distances[0][1]",
+     ["below the node's own distance"]),
+    ("contradictions", "platform-slit-asymmetric", ON_P, platform(distances=[[10, 20], [21, 10]]), "distances",
+     ["not symmetric"]),
+    ("contradictions", "platform-cluster-too-small", ON_P, platform(cluster={"cpus_per_node": 2}), "cluster.cpus_per_node",
+     ["2 is smaller than the 4 CPUs"]),
+    ("contradictions", "platform-cpu-in-two-nodes", ON_P, platform(nodes=[{"id": 0, "cpus": "0-1"}, {"id": 1, "cpus": "1-2"}]),
+     "nodes[1] (node 1).cpus", ["CPU 1 is already in node 0"]),
+    ("contradictions", "platform-cpu-twice-in-node", ON_P, platform(nodes=[{"id": 0, "cpus": "0-3,3"}]), "cpus",
+     ["3 is listed twice"]),
+    ("contradictions", "platform-node-twice", ON_P, platform(nodes=[{"id": 0, "cpus": "0"}, {"id": 0, "cpus": "1"}]),
+     "nodes[1]", ["node id 0 appears twice"]),
+    ("contradictions", "npb-source-missing", study(npb={"source": "/nonexistent/NPB3.4.2.tar.gz"}), None, "npb.source",
+     ["no such file or directory"]),
+    ("contradictions", "npb-source-device", study(npb={"source": "/dev/zero"}), None, "npb.source",
+     ["not a regular file or directory"]),
+    ("contradictions", "npb-source-not-npb", study(npb={"source": "/etc"}), None, "npb.source", ["no NPB3.x-OMP tree"]),
+    ("contradictions", "npb-url-without-sha", study(npb={"source": "http://example.org/NPB3.4.2.tar.gz"}), None,
+     "npb.sha256", ["needs the tarball's sha256"]),
+    ("contradictions", "npb-file-url", study(npb={"source": "file:///tmp/NPB3.4.2.tar.gz"}), None, "npb.source",
+     ["file:// URL is a path"]),
+    ("contradictions", "cpu-not-in-platform", study(experiments=exp({"cpus": "0-3,99"})), None, "placements[0].cpus",
+     ["CPU 99 is not in platform x4600"]),
+    ("contradictions", "taskset-membind", study(experiments=exp({"cpus": "0-1"}, memory=[{"membind": [0]}])), None,
+     "placements[0]", ["launcher taskset cannot express"]),
+    ("contradictions", "unknown-platform", study(platform="vax"), None, "platform", ["unknown platform 'vax'"]),
+    ("contradictions", "unknown-key", study(repetitons=3), None, "(top level)", ["unknown key", "'repetitons'"]),
+    ("contradictions", "unknown-limit", study(limits={"minutes": 3}), None, "limits", ["unknown key", "'minutes'"]),
 ]
+KINDS = ("file", "numbers", "names", "contradictions")
 
 
-def write_case(tmp_path, repo, data, plat):
-    cfg = tmp_path / "config"
-    shutil.copytree(repo / "config" / "platforms", cfg / "platforms")
-    if plat is not None:
-        (cfg / "platforms" / "p.yaml").write_text(plat if isinstance(plat, str) else yaml.safe_dump(plat))
-    f = tmp_path / "study.yaml"
-    f.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+def platform_at_fault(case):
+    return case[2] is ON_P
+
+
+def write_case(where, repo_config, data, plat):
+    """The study file (returned) and config/platforms beside it (p.yaml = plat)."""
+    cfg = where / "config"
+    if not (cfg / "platforms").exists():
+        shutil.copytree(repo_config / "platforms", cfg / "platforms")
+    p = cfg / "platforms" / "p.yaml"
+    if plat is DIRECTORY:
+        p.mkdir()
+    elif plat is not None:
+        _write(p, plat)
+    f = where / ("study.json" if isinstance(data, Json) else "study.yaml")
+    if data is DIRECTORY:
+        f.mkdir()
+    elif data is not MISSING:
+        _write(f, data)
     return f, cfg
 
 
-@pytest.mark.parametrize("case, data, plat, entry, problem", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_named(tmp_path, repo, case, data, plat, entry, problem):
-    f, cfg = write_case(tmp_path, repo, data, plat)
+def _write(path, content):
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content)
+    else:
+        path.write_text(yaml.safe_dump(content, sort_keys=False))
+
+
+def assert_refusal(err, expected_file, entry, words):
+    line = refusal(err)
+    assert "\n" not in line and line.isprintable(), repr(line)
+    prefix = f"invalid study: {expected_file}: "
+    assert line.startswith(prefix), line
+    assert line[len(prefix):].startswith(one_line(err.entry)[:400] + ": "), line
+    assert entry in err.entry, line
+    for w in words:
+        assert w.lower() in err.problem.lower(), line
+    return line
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_bad_input_refused_in_one_line(tmp_path, repo, monkeypatch, case):
+    kind, name, data, plat, entry, words = case
+    monkeypatch.chdir(tmp_path)
+    f, cfg = write_case(tmp_path, repo / "config", data, plat)
     with pytest.raises(ConfigError) as ei:
         load_study_file(f, cfg)
-    msg = str(ei.value)
-    expected_file = str(cfg / "platforms" / "p.yaml") if case.startswith("platform-") else str(f)
-    assert ei.value.where == expected_file, msg
-    assert entry in ei.value.entry, msg
-    assert problem in ei.value.problem, msg
+    expected = cfg / "platforms" / "p.yaml" if platform_at_fault(case) else f
+    assert_refusal(ei.value, expected, entry, words)
+    assert not (tmp_path / "results").exists() and not (tmp_path / "report").exists()
 
 
-def test_cases_are_many_and_distinct():
-    assert len(CASES) >= 15 and len({c[0] for c in CASES}) == len(CASES)
+def test_corpus_covers_every_kind():
+    counts = {k: sum(1 for c in CASES if c[0] == k) for k in KINDS}
+    assert all(n >= 15 for n in counts.values()), counts
+    assert len({c[1] for c in CASES}) == len(CASES)
 
 
 def test_good_base_is_valid(tmp_path, repo):
-    f, cfg = write_case(tmp_path, repo, study(), None)
+    f, cfg = write_case(tmp_path, repo / "config", study(), None)
     assert len(load_study_file(f, cfg).runs) == 2
 
 
+def test_a_limit_is_raised_in_the_study(tmp_path, repo):
+    """The documented way past a limit: `limits:` in the study file."""
+    f, cfg = write_case(tmp_path, repo / "config", study(repetitions=1500), None)
+    with pytest.raises(ConfigError, match="limits: {repetitions: 1500}"):
+        load_study_file(f, cfg)
+    f.write_text(yaml.safe_dump(study(repetitions=1500, limits={"repetitions": 1500})))
+    assert len(load_study_file(f, cfg).runs) == 2 * 1500
+
+
+def test_json_study_is_read(tmp_path, repo):
+    f, cfg = write_case(tmp_path, repo / "config", Json(json.dumps(study())), None)
+    assert load_study_file(f, cfg).name == "bad"
+
+
+def test_yaml_flow_mapping_is_not_taken_for_json(tmp_path, repo):
+    f, cfg = write_case(tmp_path, repo / "config", yaml.safe_dump(study(), default_flow_style=True), None)
+    assert f.read_text().startswith("{") and load_study_file(f, cfg).name == "bad"
+
+
+def test_layout_of_many_ones_is_planned_quickly(tmp_path, repo):
+    # 12 equal counts have one ordering: planned without walking 12! permutations
+    f, cfg = write_case(tmp_path, repo / "config", {**study(experiments=exp({"layout": "/".join(["1"] * 12)})), **P},
+                        symmetric_platform(13, distances=False))
+    assert len(load_study_file(f, cfg).runs) == 2 * 13
+
+
+# -- bounded time and memory, whatever the input -------------------------------------
+HEAVY = ["alias-bomb", "deep-nesting", "too-large", "integer-of-5000-digits", "repetitions-huge",
+         "cpu-range-huge", "compact-huge", "plan-explodes", "all-choices-explodes", "symmetries-explode",
+         "platform-cpus-huge", "npb-source-device"]
+CPU_SECONDS, MEMORY_BYTES = 5, 500 << 20
+
+CHILD = """
+import sys
+from numaplace import ConfigError
+from numaplace.loader import refusal
+from numaplace.study import load_study_file
+try:
+    load_study_file(sys.argv[1], sys.argv[2])
+except ConfigError as e:
+    print(refusal(e))
+"""
+
+
+def _bounded():
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+@pytest.mark.parametrize("name", HEAVY)
+def test_refused_within_5_cpu_seconds_and_500_mb(tmp_path, repo, name):
+    """Each heavy case in a child limited by setrlimit: exceeding 5 s of CPU kills it
+    (SIGXCPU), exceeding 500 MB of address space makes it fail; it must print its line."""
+    _, _, data, plat, _, _ = next(c for c in CASES if c[1] == name)
+    f, cfg = write_case(tmp_path, repo / "config", data, plat)
+    r = subprocess.run([sys.executable, "-c", CHILD, str(f), str(cfg)], cwd=tmp_path,
+                       preexec_fn=_bounded, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.startswith("invalid study: ") and r.stdout.count("\n") == 1, r.stdout
+
+
+# -- end to end: snakemake -n, as a user runs it -------------------------------------
 @pytest.fixture
 def workdir(tmp_path, repo):
     """A copy of the workflow with earlier results on disk."""
@@ -122,16 +394,81 @@ def workdir(tmp_path, repo):
     return w
 
 
-@pytest.mark.parametrize("case", ["unknown-node", "shell-in-cpus", "taskset-membind"])
-def test_snakemake_refuses_before_any_job(workdir, case):
-    data = next(c[1] for c in CASES if c[0] == case)
-    (workdir / "bad.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+def snakemake_dry(workdir, *args):
     before = {p: p.read_bytes() for p in (workdir / "results").rglob("*") if p.is_file()}
-    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", "bad.yaml"],
-                       cwd=workdir, capture_output=True, text=True)
-    out = r.stdout + r.stderr
-    assert r.returncode != 0
-    assert "bad.yaml" in out and "invalid study" in out, out[-2000:]
-    assert "Execute" not in out and "localrule" not in out and "rule npb_build" not in out
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", *args],
+                       cwd=workdir, capture_output=True, text=True, timeout=300)
     after = {p: p.read_bytes() for p in (workdir / "results").rglob("*") if p.is_file()}
-    assert after == before
+    assert after == before, "a refused study wrote under results/"
+    assert not (workdir / "report").exists()
+    return r, r.stdout + r.stderr
+
+
+def assert_one_line(r, out, *words):
+    lines = [ln for ln in out.splitlines() if ln.startswith("invalid study: ")]
+    assert r.returncode != 0, out[-2000:]
+    assert len(lines) == 1, out[-2000:]
+    assert "Traceback" not in out and "Job stats" not in out and "rule " not in out, out[-2000:]
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+E2E = ["yte-template", "alias-bomb", "latin1-bytes", "duplicate-top-key", "study-dotdot", "plan-explodes",
+       "membind-word", "platform-slit-zero-diagonal", "study-missing"]
+
+
+@pytest.mark.parametrize("name", E2E)
+def test_snakemake_refuses_before_any_job(workdir, name):
+    _, _, data, plat, entry, words = next(c for c in CASES if c[1] == name)
+    f, cfg = write_case(workdir, workdir / "config", data, plat)
+    r, out = snakemake_dry(workdir, "--config", f"study={f.name}")
+    fault = "config/platforms/p.yaml" if plat is not None else f.name
+    assert_one_line(r, out, f"invalid study: {fault}" if plat is None else fault, entry)
+
+
+def test_yte_template_is_not_run_with_config_study(workdir):
+    """The documented way never executes a template: the YTE code would create a file."""
+    proof = workdir / "yte-ran"
+    text = YTE.replace("?if True:", f"?if __import__('pathlib').Path({str(proof)!r}).touch() is None:")
+    (workdir / "t.yaml").write_text(text)
+    r, out = snakemake_dry(workdir, "--config", "study=t.yaml")
+    assert_one_line(r, out, "t.yaml: __use_yte__")
+    assert not proof.exists()
+
+
+def test_configfile_runs_yte_as_the_readme_says(workdir):
+    """What README says --configfile does differently: Snakemake runs the template
+    while loading; numaplace still refuses the file afterwards."""
+    proof = workdir / "yte-ran"
+    text = YTE.replace("?if True:", f"?if __import__('pathlib').Path({str(proof)!r}).touch() is None:")
+    (workdir / "t.yaml").write_text(text)
+    r, out = snakemake_dry(workdir, "--configfile", "t.yaml")
+    assert_one_line(r, out, "t.yaml: __use_yte__")
+    assert proof.exists()
+
+
+def test_configfile_is_read_again_strictly(workdir):
+    """--configfile: Snakemake's loader keeps the last duplicate key; numaplace reads
+    the file again and refuses it."""
+    (workdir / "dup.yaml").write_text("study: bad\nplatform: x4600\nstudy: other\n"
+                                      "experiments: [{name: e, placements: [{cpus: '0'}]}]\n")
+    r, out = snakemake_dry(workdir, "--configfile", "dup.yaml")
+    assert_one_line(r, out, "dup.yaml: line 3", "twice")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--config", "study=s.yaml", "repetitions=5"], ["--config: repetitions", "only study=<file>"]),
+    (["--configfile", "s.yaml", "--config", "study=s.yaml"], ["not both"]),
+])
+def test_config_arguments_are_not_mixed(workdir, args, words):
+    (workdir / "s.yaml").write_text(yaml.safe_dump(study()))
+    r, out = snakemake_dry(workdir, *args)
+    assert_one_line(r, out, *words)
+
+
+def test_config_study_plans_a_good_study(workdir):
+    (workdir / "s.yaml").write_text(yaml.safe_dump(study()))
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "plan", "--config", "study=s.yaml"],
+                       cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    assert "results/bad/plan.tsv" in r.stdout + r.stderr

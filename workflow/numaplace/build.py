@@ -96,12 +96,18 @@ def _omp_tree(root, files):
     raise ValueError(f"no NPB3.x-OMP tree (CG/, MG/, config/, sys/) inside {root} (found: {found})")
 
 
+MAX_TREE_FILES = 20000
+
+
 def _dir_files(root, depth=3):
     root = Path(root)
     out = set()
     for level in range(1, depth + 2):
         for f in root.glob("/".join(["*"] * level)):
             out.add(f.relative_to(root).as_posix())
+            if len(out) > MAX_TREE_FILES:     # e.g. source: / would walk the whole disk
+                raise ValueError(f"{root} holds more than {MAX_TREE_FILES} files near its top: "
+                                 "not an NPB source tree")
     return out
 
 
@@ -132,6 +138,8 @@ def check_source(settings, where):
     path = Path(source).expanduser()
     if not path.exists():
         raise ConfigError(where, "npb.source", f"{source}: no such file or directory")
+    if not (path.is_file() or path.is_dir()):
+        raise ConfigError(where, "npb.source", f"{source}: not a regular file or directory")
     if path.is_file() and sha and _sha256(path) != sha:
         raise ConfigError(where, "npb.sha256", f"{source} has sha256 {_sha256(path)}, not {sha}")
     try:
@@ -142,6 +150,8 @@ def check_source(settings, where):
         raise ConfigError(where, "npb.source", str(e)) from None
     except tarfile.TarError as e:
         raise ConfigError(where, "npb.source", f"{source}: not a readable tarball ({e})") from None
+    except OSError as e:
+        raise ConfigError(where, "npb.source", f"{source}: cannot be read ({e.strerror or e})") from None
 
 
 def fetch_source(source, sha256, dest):

@@ -116,7 +116,8 @@ def _plan(a):
     try:
         st = load_study_file(a.study)
     except ConfigError as e:
-        print(f"invalid study: {e}", file=sys.stderr)
+        from .loader import refusal
+        print(refusal(e), file=sys.stderr)
         return 2
     st.write_plan(a.out or f"results/{st.name}/plan.tsv")
     return 0

@@ -13,6 +13,7 @@ combined with every memory policy (local, interleave, membind, preferred) and bi
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 
 from . import ConfigError
@@ -132,13 +133,36 @@ def _layout_cpus(counts, nodes, topo, where, entry):
     return cpus
 
 
+def distinct_orders(counts):
+    """The distinct orderings of the per-node counts, ascending; made one by one, not
+    by filtering all k! permutations (a layout of 12 ones has 1 ordering, not 479 million)."""
+    if not counts:
+        return [()]
+    out = []
+    for k in sorted(set(counts)):
+        rest = list(counts)
+        rest.remove(k)
+        out += [(k,) + tail for tail in distinct_orders(rest)]
+    return out
+
+
+def count_choices(counts, topo):
+    """How many node choices `nodes: all-choices` can give, before any is made."""
+    usable = sum(1 for n in topo.node_ids if topo.nodes[n])
+    orders = math.factorial(len(counts))
+    for k in set(counts):
+        orders //= math.factorial(counts.count(k))
+    return math.comb(usable, len(counts)) * orders
+
+
 def node_choices(counts, topo, distinct):
     """Every assignment of the per-node counts to distinct nodes (node sets ascending,
     counts in every distinct order); with distinct, one per automorphism orbit."""
     usable = [n for n in topo.node_ids if topo.nodes[n]]
     choices = []
+    orders = distinct_orders(counts) if len(counts) <= len(usable) else []
     for nodes in itertools.combinations(usable, len(counts)):
-        for order in sorted(set(itertools.permutations(counts))):
+        for order in orders:
             if all(k <= len(topo.nodes[n]) for n, k in zip(nodes, order)):
                 choices.append(tuple(zip(nodes, order)))
     if not distinct:

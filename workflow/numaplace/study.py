@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
-from . import ConfigError
+from . import ConfigError, limits
 from .build import check_source
 from .kinds import kind
+from .checks import check_study
 from .launch import command
+from .loader import load_mapping
 from .placement import expand_experiment
 from .schema import validate_study
 from .system import check_study as check_system
@@ -78,6 +78,7 @@ class Study:
         check_source(self.npb, self.where)
         self.config_dir = Path(config_dir)
         self.topology = self._topology()
+        check_study(self.config, self.topology, self.where)
         self.runs = self._expand()
 
     def _topology(self):
@@ -89,7 +90,7 @@ class Study:
             known = sorted(p.stem for p in (self.config_dir / "platforms").glob("*.yaml"))
             raise ConfigError(self.where, "platform", f"unknown platform {name!r}: no {path} "
                               f"(known: auto, {', '.join(known)})")
-        return load_platform(path)
+        return load_platform(path, limits.of(self.config))
 
     def _expand(self):
         c = self.config
@@ -167,11 +168,5 @@ class Study:
 
 
 def load_study_file(path, config_dir="config"):
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(str(path), "study", "no such file") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(str(path), "YAML", f"malformed YAML: {e}") from None
-    return Study(data, path, config_dir)
+    """The study in a file, read strictly (numaplace.loader) and checked whole."""
+    return Study(load_mapping(path, "study"), path, config_dir)

@@ -37,6 +37,31 @@ def parse_cpulist(text, where="cpu list", entry="cpus"):
     return sorted(cpus)
 
 
+def check_cpulist_text(text, where, entry, max_id, limit_name="cpu_id"):
+    """Before a user's list is expanded: ids within the limit, no id listed twice.
+    Works on the ranges, so '0-99999999' costs nothing to refuse."""
+    from . import limits
+    if isinstance(text, int):
+        text = str(text)
+    if isinstance(text, list):
+        text = ",".join(str(x) for x in text)
+    if not isinstance(text, str):
+        return
+    spans = []
+    for part in text.replace(" ", "").split(","):
+        m = _RANGE.match(part)
+        if not m:
+            continue                 # parse_cpulist names the bad element
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi > max_id:
+            limits.refuse(where, entry, "id", hi, limit_name, max_id)
+        spans.append((lo, hi))
+    spans.sort()
+    for (lo1, hi1), (lo2, hi2) in zip(spans, spans[1:]):
+        if lo2 <= hi1:
+            raise ConfigError(where, entry, f"{lo2} is listed twice in {text!r}")
+
+
 def format_cpulist(cpus, sep=","):
     """[0, 1, 2, 3, 8] → '0-3,8' (the form taskset, numactl and aprun accept)."""
     out = []
@@ -65,10 +90,11 @@ class Topology:
         return sorted(c for cs in self.nodes.values() for c in cs)
 
     def node_of(self, cpu):
-        for n, cs in self.nodes.items():
-            if cpu in cs:
-                return n
-        return None
+        # a map made once: placements of thousands of CPUs ask for every CPU
+        if self.__dict__.get("_node_of_key") != id(self.nodes):
+            self._node_of = {c: n for n, cs in self.nodes.items() for c in cs}
+            self._node_of_key = id(self.nodes)
+        return self._node_of.get(cpu)
 
     def distance(self, a, b):
         if not self.distances:
@@ -83,20 +109,26 @@ class Topology:
                 "memory_mb": {str(n): m for n, m in sorted(self.memory_mb.items())},
                 "distances": self.distances}
 
-    def automorphisms(self):
+    def automorphisms(self, limit=None):
         """Node permutations that keep the distance matrix (and CPU counts) unchanged.
 
         Used to keep one representative per class of equivalent node choices. A
-        backtracking search: fine for the tens of nodes NUMA machines have.
+        backtracking search: fine for the tens of nodes NUMA machines have. With a
+        limit, stops after limit + 1 (the caller refuses that many). A complete answer
+        is kept: the study check and the placements ask for it in turn.
         """
+        if "_automorphisms" in self.__dict__:
+            return self._automorphisms
         ids = self.node_ids
         n = len(ids)
-        D = [[self.distance(a, b) for b in ids] for a in ids]
+        D = self.distances or [[10 if a == b else 20 for b in ids] for a in ids]
         size = [len(self.nodes[a]) for a in ids]
         found = []
 
         def extend(perm, used):
             i = len(perm)
+            if limit is not None and len(found) > limit:
+                return
             if i == n:
                 found.append({ids[k]: ids[perm[k]] for k in range(n)})
                 return
@@ -107,6 +139,8 @@ class Topology:
                     extend(perm + [j], used | {j})
 
         extend([], frozenset())
+        if limit is None or len(found) <= limit:
+            self._automorphisms = found
         return found
 
 
@@ -143,26 +177,26 @@ def platform_path(name, config_dir):
     return Path(config_dir) / "platforms" / f"{name}.yaml"
 
 
-def load_platform(path):
-    """Read and check one platform YAML file; errors name the file and the entry."""
-    import yaml                      # lazily: run records are also made where only the stdlib is
+def load_platform(path, limits=None):
+    """Read and check one platform file; errors name the file and the entry."""
+    from . import limits as limits_mod
+    from .loader import load_mapping
+    from .schema import validate_platform
     path = Path(path)
     where = str(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(where, "platform", "no such platform file") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(where, "YAML", f"malformed YAML: {e}") from None
-    from .schema import validate_platform
+    limits = limits or limits_mod.DEFAULTS
+    data = load_mapping(path, "platform")
     validate_platform(data, where)
     nodes, mem = {}, {}
     seen = {}
     for i, node in enumerate(data["nodes"]):
         nid = node["id"]
         entry = f"nodes[{i}] (node {nid})"
+        limits_mod.check(where, entry + ".id", "node id", nid, "cpu_id", limits)
         if nid in nodes:
             raise ConfigError(where, entry, f"node id {nid} appears twice")
+        if node.get("cpus") not in (None, ""):
+            check_cpulist_text(node["cpus"], where, entry + ".cpus", limits["cpu_id"])
         cpus = parse_cpulist(node["cpus"], where, entry + ".cpus") if node.get("cpus") not in (None, "") else []
         for c in cpus:
             if c in seen:
@@ -176,16 +210,34 @@ def load_platform(path):
     elif dist is not None:
         dist = [_matrix_row(r) for r in dist]
     if dist is not None:
-        key = "distances" if data.get("distances") is not None else "hops"
-        if len(dist) != len(nodes) or any(len(r) != len(nodes) for r in dist):
-            raise ConfigError(where, key, f"must be a {len(nodes)}x{len(nodes)} matrix "
-                              "(one row per node, in node id order)")
-        for i, r in enumerate(dist):
-            for j, v in enumerate(r):
-                if v != dist[j][i]:
-                    raise ConfigError(where, key, f"not symmetric at row {i}, column {j}")
+        _check_matrix(dist, len(nodes), where, "distances" if data.get("distances") is not None else "hops")
+    cluster = data.get("cluster", {}) or {}
+    _check_cluster(cluster, nodes, where)
     return Topology(data["name"], nodes, mem, dist, data.get("launcher", "numactl"),
-                    data.get("description", ""), data.get("cluster", {}) or {})
+                    data.get("description", ""), cluster)
+
+
+def _check_matrix(dist, n, where, key):
+    if len(dist) != n or any(len(r) != n for r in dist):
+        raise ConfigError(where, key, f"must be a {n}x{n} matrix "
+                          "(one row per node, in node id order)")
+    for i, r in enumerate(dist):
+        if r[i] <= 0:
+            raise ConfigError(where, f"{key}[{i}][{i}]", f"a node's distance to itself is {r[i]}; "
+                              "SLIT gives it the local distance (10), the smallest of its row")
+        for j, v in enumerate(r):
+            if v != dist[j][i]:
+                raise ConfigError(where, key, f"not symmetric at row {i}, column {j}")
+            if j != i and v < r[i]:
+                raise ConfigError(where, f"{key}[{i}][{j}]", f"distance {v} between two nodes is "
+                                  f"below the node's own distance {r[i]} (SLIT: local is smallest)")
+
+
+def _check_cluster(cluster, nodes, where):
+    cpus = sum(len(c) for c in nodes.values())
+    if cluster.get("cpus_per_node") is not None and cluster["cpus_per_node"] < cpus:
+        raise ConfigError(where, "cluster.cpus_per_node", f"{cluster['cpus_per_node']} is smaller "
+                          f"than the {cpus} CPUs the nodes list (a job gets the whole machine)")
 
 
 def _matrix_row(row):

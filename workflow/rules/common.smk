@@ -7,13 +7,11 @@ import sys
 from glob import glob
 from pathlib import Path
 
-import yaml
-from snakemake.exceptions import WorkflowError
-
 from numaplace import ConfigError
 from numaplace import cluster
 from numaplace.artifacts import FIGURES, TABLES as TABLE_NAMES
-from numaplace.study import Study
+from numaplace.loader import refusal
+from numaplace.study import load_study_file
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
 # `numaplace` command sits beside this interpreter: put that first on PATH so the jobs and
@@ -21,21 +19,49 @@ from numaplace.study import Study
 _search_path = os.environ["PATH"]
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), _search_path])
 
-# the report's own config file (numaplace.report.build_html) is no study
-_CONFIGFILES = [c for c in workflow.configfiles if not str(c).endswith(".report-answer.yaml")]
-if _CONFIGFILES:
-    _STUDY_FILE = _CONFIGFILES[-1]
-else:
-    # the embedded default study; not a `configfile:` directive, so that keys of the
-    # default never leak into a study given with --configfile
-    _STUDY_FILE = str(Path(workflow.basedir) / "config" / "config.yaml")
-    config.update(yaml.safe_load(open(_STUDY_FILE)))
+# The study file is read by numaplace alone (numaplace.loader: strict YAML/JSON, no
+# templates), never from Snakemake's `config`: the documented way is
+#   --config study=<file>
+# `--configfile <file>` still works, but Snakemake reads that file first with its own
+# loader (YTE templates run, a syntax error gets Snakemake's message naming no line);
+# numaplace then reads it again strictly. Without either, the embedded default study.
+def _refuse(err):
+    # one line, no traceback, before Snakemake lists a job
+    sys.stderr.write(refusal(err) + "\n")
+    sys.exit(1)
 
+
+# the report's own config file (numaplace.report.build_html) is no study
+_CONFIGFILES = [str(c) for c in workflow.configfiles if not str(c).endswith(".report-answer.yaml")]
+_GIVEN = dict(getattr(workflow.config_settings, "config", None) or {})   # --config key=value
 try:
-    STUDY = Study({k: v for k, v in config.items() if k != "report_answer"}, _STUDY_FILE,
-                  Path(workflow.basedir) / "config")
+    if set(_GIVEN) - {"study"}:
+        raise ConfigError("--config", sorted(set(_GIVEN) - {"study"})[0], "only study=<file> is "
+                          "read from --config; put settings in the study file")
+    if "study" in _GIVEN and _CONFIGFILES:
+        raise ConfigError("--config", "study", "give the study once: --config study=<file> "
+                          "or --configfile <file>, not both")
+    if len(_CONFIGFILES) > 1:
+        raise ConfigError("--configfile", "study", f"{len(_CONFIGFILES)} files given; a run "
+                          "reads one study file")
+    if "study" in _GIVEN:
+        _STUDY_FILE = str(_GIVEN["study"])
+        _REPORT_CONFIGFILES = [str(Path(_STUDY_FILE).absolute())]
+    elif _CONFIGFILES:
+        _STUDY_FILE, _REPORT_CONFIGFILES = _CONFIGFILES[0], _CONFIGFILES
+    else:
+        _STUDY_FILE = str(Path(workflow.basedir) / "config" / "config.yaml")
+        _REPORT_CONFIGFILES = []
+    STUDY = load_study_file(_STUDY_FILE, Path(workflow.basedir) / "config")
 except ConfigError as e:
-    raise WorkflowError(f"invalid study: {e}") from None
+    _refuse(e)
+
+# `config` is what numaplace read (the report's landing page shows it), not Snakemake's copy
+_ANSWER = config.get("report_answer")
+config.clear()
+config.update(STUDY.config)
+if _ANSWER is not None:
+    config["report_answer"] = _ANSWER
 
 ENV = "../../envs/numaplace.yaml"          # conda env of every rule (--sdm conda)
 
@@ -113,4 +139,4 @@ def parent_of(which, name):
 
 
 def report_configfiles():
-    return " ".join(f"--configfile {shlex.quote(str(c))}" for c in _CONFIGFILES)
+    return " ".join(f"--configfile {shlex.quote(str(c))}" for c in _REPORT_CONFIGFILES)
