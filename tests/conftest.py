@@ -73,14 +73,20 @@ def npb_build(tmp_path_factory):
 @pytest.fixture(scope="session")
 def numaplace_wheel(tmp_path_factory):
     """numaplace built as a wheel from this checkout (for machines where it is installed
-    by unpacking, such as the NUMA VM guest)."""
+    by unpacking, such as the NUMA VM guest), beside the wheels of what its runner imports
+    (PyYAML, jsonschema and their dependencies, at requirements.txt's pins)."""
     import subprocess
     out = tmp_path_factory.mktemp("wheel")
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                        "-w", str(out), str(REPO)], capture_output=True, text=True)
+    pins = [line.strip() for line in (REPO / "requirements.txt").read_text().splitlines()
+            if line.split("==")[0].strip().lower() in ("pyyaml", "jsonschema")]
+    for what in (["--no-deps", str(REPO)], pins):
+        r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "-w", str(out), *what],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.fail(f"pip wheel {' '.join(what)} failed (exit {r.returncode}):\n"
+                        f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
     wheels = list(out.glob("numaplace-*.whl"))
-    if r.returncode != 0 or len(wheels) != 1:
-        pytest.fail(f"pip wheel of numaplace failed (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    assert len(wheels) == 1, wheels
     return wheels[0]
 
 

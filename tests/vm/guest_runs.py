@@ -23,10 +23,14 @@ VENV = "/tmp/numaplace-venv"         # guest tmpfs
 
 
 def install_wheel(wheel):
+    """numaplace's wheel and the wheels beside it (its runner's dependencies)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", VENV], check=True)
     site = sysconfig.get_path("purelib", vars={"base": VENV, "platbase": VENV})
-    with zipfile.ZipFile(wheel) as z:
-        z.extractall(site)
+    folder = os.path.dirname(os.path.abspath(wheel))
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".whl"):
+            with zipfile.ZipFile(os.path.join(folder, name)) as z:
+                z.extractall(site)
     return os.path.join(VENV, "bin", "python")
 
 
