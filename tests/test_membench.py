@@ -180,3 +180,12 @@ def test_parse_done_line_must_count_the_results():
     assert not membench_output.parse("\n".join(lines))["complete"]
     bad = text.replace("verified=1", "verified=0")
     assert membench_output.parse(bad)["complete"] and not membench_output.parse(bad)["verified"]
+
+
+def test_parse_pages_by_node():
+    out = membench_output.parse((FIXTURES / "membw-serial-2threads.txt").read_text())
+    r = out["results"][-1]
+    assert r["pages_by_node"] == {0: 16384} and membench_output.share_on(r, 0) == 1.0
+    assert membench_output.share_on(r, 1) == 0.0
+    line = "result: size_bytes=8 value=1.0 pages=4 pages_by_node=0:1,3:3"
+    assert membench_output.share_on(membench_output.parse(line)["results"][0], 3) == 0.75

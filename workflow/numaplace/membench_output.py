@@ -22,6 +22,8 @@ def _fields(rest):
             out[key] = int(value)
         elif key in _FLOAT_KEYS:
             out[key] = float(value)
+        elif key == "pages_by_node":
+            out[key] = {} if value == "none" else {int(n): int(c) for n, c in (kv.split(":") for kv in value.split(","))}
         elif key == "next":
             out[key] = [int(v) for v in value.split(",") if v]
         else:
@@ -65,6 +67,8 @@ def parse(text):
     return out
 
 
-def results_table(parsed):
-    """The results as rows for memory.csv-like tables (one per measured value)."""
-    return [dict(r) for r in parsed["results"]]
+def share_on(result, node):
+    """Share of the buffer's pages that were on `node` right after the first touch."""
+    by_node = result.get("pages_by_node") or {}
+    total = result.get("pages") or sum(by_node.values())
+    return by_node.get(node, 0) / total if total else 0.0

@@ -210,3 +210,12 @@ void mb_flush(size_t bytes)
     sink = acc;
     free(b);
 }
+
+void mb_format_nodes(const long counts[], char *out, size_t n)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < MB_MAX_NODES && used + 24 < n; i++)
+        if (counts[i] > 0) used += (size_t)snprintf(out + used, n - used, "%s%d:%ld", used ? "," : "", i, counts[i]);
+    if (!used) snprintf(out, n, "none");
+}

@@ -33,6 +33,8 @@ int mb_sweep(size_t lo, size_t hi, int per_octave, size_t unit, size_t out[], in
 
 /* Header lines common to both benchmarks: format, host caches, policy facts. */
 void mb_print_header(const char *bench, const mb_caches *c, int hugepages);
+/* "0:123,2:4" (node:pages of every node holding some), "none" if none */
+void mb_format_nodes(const long counts[], char *out, size_t n);
 void mb_flush(size_t bytes);
 void mb_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 #endif
