@@ -308,6 +308,7 @@ class _PlacementView:
     def __init__(self, d):
         from .placement import Memory
         self.cpus = tuple(parse_cpulist(d["cpus"]))
+        self.order = tuple(int(c) for c in d["order"].split(",")) if d.get("order") else ()
         self.cpulist = d["cpus"]
         self.threads = d["threads"]
         self.binding = d["binding"]
