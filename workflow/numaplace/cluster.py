@@ -34,6 +34,10 @@ from dataclasses import dataclass
 NPB_COST = {
     "cg": {"S": (1, 8), "W": (5, 16), "A": (15, 60), "B": (600, 420), "C": (1800, 1100)},
     "mg": {"S": (1, 8), "W": (10, 60), "A": (30, 460), "B": (120, 460), "C": (900, 3500)},
+    # memory micro-benchmarks: time and size depend on their args; a full latency sweep
+    # to 4x a 2010s LLC with 5 reps and 2 threads takes a few minutes, buffers < 2 GiB
+    "membw": {"X": (300, 2048)},
+    "memlat": {"X": (300, 2048)},
 }
 RUN_SAFETY = 3           # × the estimate: bad placements (all memory remote) run slower
 SPEEDUP_CAP = 4          # never assume more than 4× from threads (memory-bound kernels)

@@ -18,7 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import npb_output
+from . import membench_output, npb_output
+from .build import MEMORY_BENCHES
 from .capture import Sampler, numastat_delta, numastat_system
 from .launch import LAUNCHERS, SCRUBBED_ENV
 from .records import KEPT
@@ -269,6 +270,13 @@ def _execute(spec, binary, record_path):
         rec["captures"] = None
         rec["captures_note"] = "aprun: the process runs on a compute node; capture not available"
     stdout = (rundir / "stdout").read_text(errors="replace")
+    if spec["bench"] in MEMORY_BENCHES:         # membw/memlat: their own report format
+        rec["kind"] = spec["bench"]
+        rec["output"] = membench_output.parse(stdout)
+        if timed_out:
+            return finish("timeout", f"killed after {timeout:g} s")
+        return finish(*membench_output.outcome(rec["output"], rc,
+                                               (rundir / "stderr").read_text(errors="replace")))
     rec["npb"] = npb_output.parse(stdout)
     if timed_out:
         return finish("timeout", f"killed after {timeout:g} s")

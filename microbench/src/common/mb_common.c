@@ -152,11 +152,32 @@ void *mb_alloc(size_t len, int hugepages)
     return p;
 }
 
-int mb_parse_sizes(const char *text, size_t out[], int max)
+static int size_name(const char *s, const mb_caches *c, size_t *v, const char **end)
+{
+    static const char *names[] = {"DRAM", "LLC", "L1", "L2"};
+    for (int i = 0; i < 4; i++) {
+        size_t k = strlen(names[i]);
+        if (strncmp(s, names[i], k) || (s[k] && s[k] != ',')) continue;
+        *v = i == 0 ? 4 * c->llc_total : i == 1 ? c->llc / 2 : i == 2 ? c->l1d / 2 : c->l2 / 2;
+        *end = s + k;
+        return 1;
+    }
+    return 0;
+}
+
+int mb_parse_sizes(const char *text, size_t out[], int max, const mb_caches *c)
 {
     int n = 0;
     const char *s = text;
     while (*s) {
+        size_t named;
+        const char *after;
+        if (size_name(s, c, &named, &after)) {
+            if (n >= max) return -1;
+            out[n++] = named;
+            s = *after ? after + 1 : after;
+            continue;
+        }
         char *end;
         double v = strtod(s, &end);
         if (end == s || v <= 0) return -1;

@@ -26,8 +26,9 @@ int mb_majority_node(const long counts[], long total, double *share);
 
 void *mb_alloc(size_t len, int hugepages);  /* page-aligned (2 MiB with hugepages, madvised) */
 
-/* Size list "4K,1M,2.5M,64M" (K/M/G = 2^10/2^20/2^30; plain bytes); returns count, -1 if bad. */
-int mb_parse_sizes(const char *text, size_t out[], int max);
+/* Size list "4K,1M,2.5M,64M" (K/M/G = 2^10/2^20/2^30; plain bytes) or names resolved from
+ * the caches: L1 = L1d/2, L2 = L2/2, LLC = LLC/2, DRAM = 4 x all LLCs; returns count, -1 if bad. */
+int mb_parse_sizes(const char *text, size_t out[], int max, const mb_caches *c);
 /* geometric sweep lo..hi with `per_octave` points per doubling, multiples of `unit` */
 int mb_sweep(size_t lo, size_t hi, int per_octave, size_t unit, size_t out[], int max);
 

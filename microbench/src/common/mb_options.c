@@ -23,9 +23,11 @@ int mb_common_option(int argc, char **argv, int *i, mb_common_opts *o)
 {
     const char *a = argv[*i];
     if (!strcmp(a, "--sizes")) {
-        const char *v = value(argc, argv, i);
-        o->nsizes = mb_parse_sizes(v, o->sizes, MB_MAX_SIZES);
-        if (o->nsizes <= 0) mb_die("--sizes %s: expected sizes such as 32K,1M,128M", v);
+        o->sizes_text = value(argc, argv, i);
+        mb_caches none = {0};   /* syntax check now, names resolved later */
+        none.llc_total = none.llc = none.l1d = none.l2 = 1;
+        if (mb_parse_sizes(o->sizes_text, o->sizes, MB_MAX_SIZES, &none) <= 0)
+            mb_die("--sizes %s: expected sizes such as 32K,1M,128M or L1,L2,LLC,DRAM", o->sizes_text);
     } else if (!strcmp(a, "--min-time")) {
         o->min_time = atof(value(argc, argv, i));
         if (o->min_time <= 0) mb_die("--min-time must be > 0");
@@ -52,6 +54,11 @@ int mb_common_option(int argc, char **argv, int *i, mb_common_opts *o)
     return 1;
 }
 
+void mb_resolve_sizes(mb_common_opts *o, const mb_caches *c)
+{
+    if (o->sizes_text) o->nsizes = mb_parse_sizes(o->sizes_text, o->sizes, MB_MAX_SIZES, c);
+}
+
 void mb_pin_thread(const mb_common_opts *o, int tid)
 {
     if (!o->ncpus) return;
@@ -64,7 +71,8 @@ void mb_pin_thread(const mb_common_opts *o, int tid)
 
 const char *mb_common_usage(void)
 {
-    return "  --sizes LIST     sizes, e.g. 32K,1M,128M (K/M/G = 2^10/2^20/2^30); default from sysfs caches\n"
+    return "  --sizes LIST     sizes, e.g. 32K,1M,128M (K/M/G = 2^10/2^20/2^30), or L1,L2,LLC (half the\n"
+           "                   cache), DRAM (4x all last-level caches); default from sysfs caches\n"
            "  --reps N         timed regions per size and reader (default 5)\n"
            "  --min-time S     each timed region lasts at least S seconds (default 0.1)\n"
            "  --hugepages      madvise(MADV_HUGEPAGE) the buffer before first touch\n"

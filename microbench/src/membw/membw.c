@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     mb_where(&cpu0, &node0);
     mb_caches c;
     mb_read_caches(cpu0, &c);
+    mb_resolve_sizes(&o, &c);
     if (!o.nsizes) {   /* L1-, L2-, LLC-resident, and DRAM (4x all LLCs, STREAM's rule) */
         size_t d[] = {c.l1d / 2, c.l2 / 2, c.llc / 2, 4 * c.llc_total};
         memcpy(o.sizes, d, sizeof d);

@@ -99,6 +99,7 @@ int main(int argc, char **argv)
     mb_where(&cpu0, &node0);
     mb_caches c;
     mb_read_caches(cpu0, &c);
+    mb_resolve_sizes(&o, &c);
     if (!o.nsizes) {   /* from well inside L1 to >= 4x all last-level caches */
         size_t lo = c.l1d / 4 < 4096 ? 4096 : c.l1d / 4;
         o.nsizes = mb_sweep(lo, 4 * c.llc_total, per_octave, stride, o.sizes, MB_MAX_SIZES);
