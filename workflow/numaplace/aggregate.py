@@ -47,7 +47,7 @@ from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (man
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
 NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
-TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat")
+TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat", "memory", "memory_matrix")
 GIB = 2 ** 30
 
 PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]
@@ -389,8 +389,11 @@ def build_tables(results_dir, plan_path=None, thresholds=None):
     rows = load_rows(results_dir, thresholds)
     runs = runs_table(rows)
     summary = summary_table(runs, read_plan(plan_path))
+    from .memory_tables import matrix_table, memory_table     # membw/memlat runs
+    memory = memory_table(results_dir)
     return {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
-            "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
+            "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows),
+            "memory": memory, "memory_matrix": matrix_table(memory)}
 
 
 def write_tables(results_dir, out_dir, plan_path=None, thresholds=None):

@@ -69,9 +69,9 @@ def parse(text):
 
 def share_on(result, node):
     """Share of the buffer's pages that were on `node` right after the first touch."""
-    by_node = result.get("pages_by_node") or {}
+    by_node = {int(n): c for n, c in (result.get("pages_by_node") or {}).items()}   # JSON: str keys
     total = result.get("pages") or sum(by_node.values())
-    return by_node.get(node, 0) / total if total else 0.0
+    return by_node.get(int(node), 0) / total if total else 0.0
 
 
 def outcome(parsed, exit_status, stderr=""):

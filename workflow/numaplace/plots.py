@@ -10,6 +10,7 @@ Kinds (one sub-directory each under report/<study>/figures/):
   serial_init  serial-initialisation vs default variant for the same placements,
                per (bench, class)
   variability  CV of NPB time per placement, per (bench, class, variant)
+  memory_*     the memory micro-benchmarks' figures (numaplace.memory_plots)
 figures.csv in the figures directory lists every figure written (kind, case, title,
 files), for the summary and the tests.
 """
@@ -26,7 +27,8 @@ from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-KINDS = ("duration", "best_worst", "pages", "serial_init", "variability")
+KINDS = ("duration", "best_worst", "pages", "serial_init", "variability",
+         "memory_bandwidth", "memory_latency", "memory_heatmap", "memory_contention")
 DEFAULTS = {"formats": ["svg", "png"], "dpi": 150, "width": 9.0, "label_width": 46,
             "bar_height": 0.42}
 COLORS = {"bar": "#4c72b0", "best": "#2ca02c", "worst": "#d62728", "default": "#4c72b0",
@@ -328,6 +330,8 @@ def make_figures(tables, out_dir, settings=None):
     pages_figures(tables["numa_pages"], summary, w)
     serial_init_figures(summary, w)
     variability_figures(summary, w)
+    from .memory_plots import memory_figures
+    memory_figures(tables, w)
     cols = ["kind", "bench", "class", "variant", "threads", "title", *cfg["formats"]]
     manifest = pd.DataFrame(w.rows, columns=cols)
     manifest["threads"] = manifest["threads"].astype("Int64")

@@ -66,7 +66,8 @@ def run_spec(wc):
 
 # -- tables, figures, report ----------------------------------------------------------
 TABLES_DIR = f"{RESULTS}/tables"
-TABLES = [f"{TABLES_DIR}/{name}.csv" for name in ("runs", "summary", "best_worst", "numa_pages", "numastat")]
+TABLES = [f"{TABLES_DIR}/{name}.csv" for name in ("runs", "summary", "best_worst", "numa_pages", "numastat",
+                                                  "memory", "memory_matrix")]
 REPORT_DIR = f"report/{STUDY.name}"
 FIGURES_DIR = f"{REPORT_DIR}/figures"
 FIGURE_INDEX = f"{FIGURES_DIR}/figures.csv"
