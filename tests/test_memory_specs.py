@@ -111,3 +111,32 @@ def test_bad_memory_experiments_are_one_line_errors(tmp_path, exp, match):
     with pytest.raises(ConfigError, match=match) as e:
         study(tmp_path, **exp)
     assert "\n" not in str(e.value)
+
+
+def test_contention_thread0_on_memory_cpu(platforms):
+    x = platforms["x4600"]
+    cells = expand(x, {"placements": [{"contention": {"memory_cpu": 4, "threads": [1, 2, 16]}}]},
+                   {"launcher": "taskset"})
+    assert [p.id for p in cells] == ["ct-m4-t1", "ct-m4-t2", "ct-m4-t16"]
+    assert (cells[1].order or cells[1].cpus) == (4, 0)
+    assert command(cells[2], "./b")[1]["OMP_PLACES"].startswith("{4},{0},{1},{2},{3},{5}")
+    with pytest.raises(ConfigError, match="17 threads"):
+        expand(x, {"placements": [{"contention": {"memory_cpu": 0, "threads": [17]}}]}, {"launcher": "taskset"})
+
+
+def test_sweep_self_is_local_on_every_cpu(platforms):
+    n = platforms["nehalem"]
+    cells = expand(n, {"placements": [{"sweep": {"memory_cpu": "all", "readers": "self"}}]}, {"launcher": "taskset"})
+    assert [(p.cpus, p.order) for p in cells] == [((c,), ()) for c in range(8)]
+
+
+@pytest.mark.parametrize("name", ["x4600", "magny-cours", "nehalem"])
+def test_thesis_studies_have_the_memory_experiments(repo, name):
+    from numaplace.study import load_study_file
+    s = load_study_file(repo / "config" / "studies" / f"thesis-{name}.yaml", repo / "config")
+    benches = {r.bench for r in s.runs}
+    assert {"membw", "memlat"} <= benches
+    mem = [r for r in s.runs if r.bench in ("membw", "memlat")]
+    assert all(r.cls == "X" and r.args for r in mem if r.bench == "membw")
+    assert any(r.placement.id.startswith("mx-ft-") for r in mem)
+    assert any(r.placement.id.startswith("ct-") for r in mem)

@@ -6,9 +6,13 @@ Both benchmarks first-touch their buffer on OpenMP thread 0 and read it from thr
 thread 0 on the memory CPU, thread 1 on the reader. The launchers express that order
 with per-thread binding (OMP_PLACES lists the places in thread order; aprun -cc too).
 
-  sweep:  {memory_cpu: 0, readers: all | "0-15"}
+  sweep:  {memory_cpu: 0 | all, readers: all | self | "0-15"}
       memory first-touched by memory_cpu, read from every reader CPU (thesis B1/B4):
-      a reader equal to memory_cpu is the local cell, one thread.
+      a reader equal to memory_cpu is the local cell, one thread (readers: self = only
+      that one: B1 local on every CPU with memory_cpu: all).
+  contention: {memory_cpu: 4, threads: [2, 4, 16]}
+      B2: thread 0 on memory_cpu first-touches, then t threads (memory_cpu and the next
+      CPUs node by node) read at once (membw --mode parallel).
   matrix: {via: first-touch | membind, readers: all | nodes, memory: all | nodes}
       reader node × memory node, each node represented by its first CPU. first-touch:
       thread 0 on the memory node's CPU writes, thread 1 on the reader's CPU reads (as
@@ -47,12 +51,29 @@ def _cpus(value, topo, where, entry):
 
 
 def sweep(spec, topo, where, entry):
+    out = []
+    for x in _cpus(spec["memory_cpu"], topo, where, entry + ".memory_cpu"):
+        readers = [x] if spec.get("readers") == "self" else \
+            _cpus(spec.get("readers", "all"), topo, where, entry + ".readers")
+        for y in readers:
+            order = (x,) if y == x else (x, y)
+            out.append((order, f"memory on cpu {x}, read by cpu {y}", f"sw-m{x}-r{y}", None))
+    return out
+
+
+def contention(spec, topo, where, entry):
+    """B2: memory first-touched by memory_cpu (thread 0), then t threads reading at once:
+    memory_cpu and the next CPUs in compact order (node by node), for each t."""
     x = spec["memory_cpu"]
     _cpus(x, topo, where, entry + ".memory_cpu")
+    others = [c for n in topo.node_ids for c in topo.nodes[n] if c != x]
     out = []
-    for y in _cpus(spec.get("readers", "all"), topo, where, entry + ".readers"):
-        order = (x,) if y == x else (x, y)
-        out.append((order, f"memory on cpu {x}, read by cpu {y}", f"sw-m{x}-r{y}", None))
+    for t in spec["threads"]:
+        if t > len(others) + 1:
+            raise ConfigError(where, entry + ".threads", f"{t} threads but platform {topo.name} "
+                              f"has {len(others) + 1} CPUs")
+        order = (x, *others[:t - 1])
+        out.append((order, f"{t} readers, memory on cpu {x}", f"ct-m{x}-t{t}", None))
     return out
 
 
@@ -79,6 +100,8 @@ def matrix(spec, topo, where, entry):
 def expand(spec, topo, where, entry):
     if "sweep" in spec:
         return sweep(spec["sweep"], topo, where, entry + ".sweep")
+    if "contention" in spec:
+        return contention(spec["contention"], topo, where, entry + ".contention")
     return matrix(spec["matrix"], topo, where, entry + ".matrix")
 
 

@@ -98,6 +98,7 @@ def label_of(d):
     return " · ".join(parts)
 
 
+MEMORY_SPECS = {"sweep", "matrix", "contention"}    # numaplace.memory_specs
 LAUNCHER_SHORT = {"taskset": "ts", "numactl": "nc", "aprun": "ap", "omp": "omp"}
 
 
@@ -231,7 +232,7 @@ def expand_experiment(exp, defaults, topo, where, entry):
     out = []
     for i, spec in enumerate(exp["placements"]):
         e = f"{entry}.placements[{i}]"
-        if "sweep" in spec or "matrix" in spec:      # memory micro-benchmark cells
+        if MEMORY_SPECS & set(spec):      # memory micro-benchmark cells
             from . import memory_specs
             cells = memory_specs.expand(spec, topo, where, e)
             if any(m for *_, m in cells) and exp.get("memory"):
@@ -240,7 +241,7 @@ def expand_experiment(exp, defaults, topo, where, entry):
         else:
             cells = [(cpus, shape, pid, None) for cpus, shape, pid in expand_spec(spec, topo, where, e)]
         cell_bindings = bindings
-        if "sweep" in spec or "matrix" in spec:
+        if MEMORY_SPECS & set(spec):
             # thread 0 must sit on the memory CPU: only per-thread binding keeps it there
             if exp.get("binding") and exp["binding"] != ["threads"]:
                 raise ConfigError(where, e, "sweep and matrix cells pin thread 0 to the memory CPU: "

@@ -72,8 +72,8 @@ def check_memory_experiment(exp, benches, classes, placements, where, entry):
         raise ConfigError(where, entry + ".classes", "class X is the memory micro-benchmarks' class")
     if not memory and exp.get("args"):
         raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks (membw, memlat)")
-    if not memory and any(s for s in exp["placements"] if "sweep" in s or "matrix" in s):
-        raise ConfigError(where, entry + ".placements", "sweep and matrix placements are for the "
+    if not memory and any(s for s in exp["placements"] if {"sweep", "matrix", "contention"} & set(s)):
+        raise ConfigError(where, entry + ".placements", "sweep, matrix and contention placements are for the "
                           "memory micro-benchmarks (membw, memlat)")
 
 
