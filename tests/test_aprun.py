@@ -103,7 +103,7 @@ def test_runner_under_aprun_records_what_it_can(npb_build, tmp_path, monkeypatch
     (run,) = study.runs
     rec = execute(study.run_params(run.run_id), binary, tmp_path / "run" / "record.json")
     assert rec["argv"][:6] == ["aprun", "-n", "1", "-d", "2", "-cc"] and rec["argv"][6] == "0,1"
-    assert rec["status"] == "ok" and rec["npb"]["verified"] and rec["exit_status"] == 0
+    assert rec["status"] == "ok" and rec["output"]["verified"] and rec["exit_status"] == 0
     assert rec["pbs_jobid"] == "4242.sdb"
     assert rec["captures"] is None and "aprun" in rec["captures_note"]
     assert judge(rec)["verdict"] == "unknown" and "fidelity" not in rec

@@ -33,7 +33,7 @@ def record(cpus="2-3", memory="local", memory_nodes="", binding="process", nodes
                       "memory_nodes": memory_nodes, "binding": binding, "launcher": "numactl"},
         "topology": TOPO,
         "capture_settings": capture_settings or {"numa_maps": True},
-        "npb": {"threads": npb_threads if npb_threads is not None else expected},
+        "output": {"threads": npb_threads if npb_threads is not None else expected},
         "captures": {
             "numa_maps": {"samples": 12, "peak": view, "steady": view if steady else None, "last": view},
             "threads": threads, "team": team if team is not None else ncpu,

@@ -205,7 +205,7 @@ def test_failed_build_is_recorded_and_the_study_goes_on(nasa_npb, repo, tmp_path
     failed = recs["mg.C.default.c0.r1"]
     assert "relocation truncated to fit" in failed["reason"] and "variants: [mcmodel-medium]" in failed["reason"]
     assert "\n" not in failed["reason"] and judge(failed)["verdict"] == "unknown"
-    assert recs["mg.S.default.c0.r1"]["npb"]["implementation"] == "nasa"
+    assert recs["mg.S.default.c0.r1"]["output"]["implementation"] == "nasa"
     builds = {p.name: json.loads(p.read_text()) for p in (wf / "results" / "build").glob("*/default/bin/*.build.json")}
     assert {k: v["status"] for k, v in builds.items()} == {"mg.S.build.json": "ok", "mg.C.build.json": "failed"}
     summary = (wf / "report" / "official-fail" / "summary.md").read_text()

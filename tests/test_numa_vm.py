@@ -219,7 +219,7 @@ def shares(rec):
 
 def check_ok_run(rec, min_bytes):
     assert rec["status"] == "ok", (rec["status"], rec["reason"])
-    assert rec["npb"]["verified"] and rec["npb"]["threads"] == rec["placement"]["threads"]
+    assert rec["output"]["verified"] and rec["output"]["threads"] == rec["placement"]["threads"]
     assert rec["captures"]["errors"] == []
     dist, total = shares(rec)
     assert total >= min_bytes, f"the sampler saw only {total} bytes of data pages"
@@ -303,7 +303,7 @@ def test_d_layout_1_1_first_touch_follows_the_threads(vm, bench):
 @pytest.mark.parametrize("bench", ["cg", "mg"])
 def test_d_layout_1_1_serial_init_lands_on_the_masters_node(vm, bench):
     rec = rec_of(vm, f"{bench}.W.serial-init.l11-n0n3.")
-    assert rec["npb"]["init_order"] == "serial"
+    assert rec["output"]["init_order"] == "serial"
     dist = check_ok_run(rec, MIN_BYTES[bench])
     assert dist.get(0, 0) >= 0.95, dist
     fidelity_ok(rec)
@@ -335,7 +335,7 @@ def test_f_official_serial_init_keeps_pages_on_the_masters_node(vm, nasa_npb, be
     shares_of = {}
     for variant in ("default", "serial-init"):
         rec = vm["records"][f"nasa-{release}-{bench}-{variant}"]
-        assert rec["npb"]["implementation"] == "nasa" and rec["npb"]["version"].startswith(release[:3])
+        assert rec["output"]["implementation"] == "nasa" and rec["output"]["version"].startswith(release[:3])
         shares_of[variant] = check_ok_run(rec, MIN_BYTES[bench])
     sys.stderr.write(f"\nNASA {release} {bench}.W 1/1 on nodes 0,3: " + "; ".join(
         f"{v}: " + " ".join(f"N{n}={s:.1%}" for n, s in sorted(d.items())) for v, d in shares_of.items()) + "\n")

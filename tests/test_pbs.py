@@ -26,7 +26,7 @@ from cluster import common
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 from conftest import need_rig
 
-from numaplace import cluster  # noqa: E402
+from numaplace import cluster, pbs  # noqa: E402
 from numaplace.study import load_study_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def profile(name):
 # -- the state mapping on recorded qstat outputs -------------------------------------
 
 def fake(responses, tools=("qstat",)):
-    """A `run` for cluster.job_status answering from fixtures, and a `which`."""
+    """A `run` for pbs.job_status answering from fixtures, and a `which`."""
     def run(argv):
         for prefix, (rc, out, err) in responses.items():
             if argv[:len(prefix)] == list(prefix):
@@ -83,10 +83,10 @@ WRAPPER = {  # recorded from Slurm's Torque wrappers: qstat -f fixture, scontrol
 
 
 def test_fixtures_cover_every_state():
-    pbspro = {cluster.parse_qstat_json(p.read_text())[0] for p in (FIX / "pbspro").glob("*.json")}
-    torque = {cluster.parse_qstat_full(p.read_text())[0] for p in (FIX / "torque").glob("qstat-f-*.txt")}
-    assert pbspro == set(cluster.PBSPRO_STATES)
-    assert torque == set(cluster.TORQUE_STATES)
+    pbspro = {pbs.DIALECTS["pbspro"].parse_qstat(p.read_text())[0] for p in (FIX / "pbspro").glob("*.json")}
+    torque = {pbs.DIALECTS["torque"].parse_qstat(p.read_text())[0] for p in (FIX / "torque").glob("qstat-f-*.txt")}
+    assert pbspro == set(pbs.DIALECTS["pbspro"].states)
+    assert torque == set(pbs.DIALECTS["torque"].states)
     assert set(PBSPRO) == {p.stem.replace("qstat-fx-F-json-", "") for p in (FIX / "pbspro").glob("*.json")}
     assert set(TORQUE) == {p.stem.replace("qstat-f-", "") for p in (FIX / "torque").glob("qstat-f-*.txt")}
 
@@ -95,7 +95,7 @@ def test_fixtures_cover_every_state():
 @pytest.mark.parametrize("name", sorted(PBSPRO))
 def test_pbspro_states(name, dialect):
     run, which = fake({JSON: (0, fx(f"pbspro/qstat-fx-F-json-{name}.json"), "")})
-    st = cluster.job_status("1211.pbs01", dialect, run=run, which=which)
+    st = pbs.job_status("1211.pbs01", dialect, run=run, which=which)
     assert st.status == PBSPRO[name], st
 
 
@@ -104,7 +104,7 @@ def test_pbspro_states(name, dialect):
 def test_torque_states(name, dialect):
     run, which = fake({JSON: (2, "", fx("torque/qstat-fx-F-json.stderr")),
                        FULL: (0, fx(f"torque/qstat-f-{name}.txt"), "")})
-    st = cluster.job_status("308.torque01", dialect, run=run, which=which)
+    st = pbs.job_status("308.torque01", dialect, run=run, which=which)
     assert st.status == TORQUE[name], st
 
 
@@ -117,11 +117,11 @@ def test_slurm_torque_wrapper_states(name, dialect):
     if scontrol:
         responses[SCONTROL] = (0, fx(f"slurm-torque/{scontrol}"), "")
     run, which = fake(responses, tools=("qstat", "scontrol"))
-    st = cluster.job_status("41", dialect, run=run, which=which)
+    st = pbs.job_status("41", dialect, run=run, which=which)
     assert st.status == expected, st
     if scontrol:      # without Slurm to ask, a C without exit_status cannot be success
         run, which = fake(responses)
-        assert cluster.job_status("41", dialect, run=run, which=which).status == "failed"
+        assert pbs.job_status("41", dialect, run=run, which=which).status == "failed"
 
 
 def test_vanished_and_unreachable():
@@ -132,10 +132,10 @@ def test_vanished_and_unreachable():
                       FULL: (153, "", fx("torque/qstat-unknown.stderr"))}),
             ("torque", {FULL: (153, "", "")})):           # Slurm's wrapper: silent, exit 153
         run, which = fake(responses)
-        assert cluster.job_status("9", dialect, run=run, which=which).status == "success"
-        assert cluster.job_status("9", dialect, "failed", run=run, which=which).status == "failed"
+        assert pbs.job_status("9", dialect, run=run, which=which).status == "success"
+        assert pbs.job_status("9", dialect, "failed", run=run, which=which).status == "failed"
     run, which = fake({JSON: (1, "", "Connection refused\nqstat: cannot connect to server pbs01 (errno=111)\n")})
-    st = cluster.job_status("9", "pbspro", run=run, which=which)
+    st = pbs.job_status("9", "pbspro", run=run, which=which)
     assert st.status == "running" and "cannot connect" in st.reason
 
 
@@ -239,12 +239,12 @@ def test_torque_submit_line(tmp_path):
 
 def test_qsub_argv_options():
     measure, _, _ = sample_study_jobs()
-    argv = cluster.qsub_argv(measure, "torque", "/l/x.log", extra=["-W", "group_list=g1"], exclusive_args=["-n"])
+    argv = pbs.qsub_argv(measure, "torque", "/l/x.log", extra=["-W", "group_list=g1"], exclusive_args=["-n"])
     assert argv == ["qsub", "-V", "-N", "np-measure", "-j", "oe", "-o", "/l/x.log",
                     "-l", "nodes=1:ppn=24,mem=2399mb,walltime=00:25:00", "-n", "-W", "group_list=g1"]
     with pytest.raises(ValueError):
-        cluster.qsub_argv(measure, "lsf")
-    assert cluster.walltime(25) == "00:25:00" and cluster.walltime(1501) == "25:01:00"
+        pbs.qsub_argv(measure, "lsf")
+    assert pbs.walltime(25) == "00:25:00" and pbs.walltime(1501) == "25:01:00"
 
 
 def test_rules_ask_for_whole_nodes(repo, tmp_path):
@@ -301,7 +301,7 @@ def test_quick_study_through_torque_wrappers(torque, repo, tmp_path_factory):
     assert sorted(recs) == sorted(common.plan_ids(wf, "quick"))
     groups = {}
     for rid, rec in recs.items():
-        assert rec["status"] == "ok" and rec["npb"]["verified"], (rid, rec["reason"])
+        assert rec["status"] == "ok" and rec["output"]["verified"], (rid, rec["reason"])
         groups.setdefault(rec["slurm_job_id"], []).append(rec)
     assert sorted(len(g) for g in groups.values()) == [7, 7], {k: len(v) for k, v in groups.items()}
     for jid, g in groups.items():
@@ -312,7 +312,7 @@ def test_quick_study_through_torque_wrappers(torque, repo, tmp_path_factory):
         settings = cluster.ClusterSettings(torque["cpus"])
         total = sum(cluster.run_runtime_minutes(x["bench"], x["class"], x["placement"]["threads"], settings)
                     for x in g)
-        assert job["TimeLimit"] == cluster.walltime(total)
+        assert job["TimeLimit"] == pbs.walltime(total)
     builds = [j for kind, j in submitted if common.scontrol_job(j).get("JobName") == "np-npb_build"]
     assert len(builds) == 4
     assert all(int(common.scontrol_job(j)["NumCPUs"]) == 1 for j in builds)

@@ -12,12 +12,13 @@ import pytest
 
 from numaplace.aggregate import build_tables
 from numaplace.fidelity import judge
+from numaplace.records import read_record
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 
 def load(kind, name):
-    return json.loads((REAL / kind / "runs" / name / "record.json").read_text())
+    return read_record(REAL / kind / "runs" / name / "record.json")
 
 
 # -- the judge on real VM records ---------------------------------------------------------
@@ -59,7 +60,7 @@ def write_group(root, template, placement_id, shape, times, mops=None, drift=Non
         rec["placement"] = {**rec["placement"], "id": placement_id, "shape": shape}
         rec["run_id"] = f"{rec['bench']}.{rec['class']}.{rec['variant']}.{placement_id}.r{i}"
         rec["rep"] = i
-        rec["npb"] = {**rec["npb"], "time_s": t, "mops": (mops or [1000.0 / t] * len(times))[i - 1]}
+        rec["output"] = {**rec["output"], "time_s": t, "mops": (mops or [1000.0 / t] * len(times))[i - 1]}
         if drift and i == 1:
             for key in ("captures", "topology", "placement"):
                 rec[key] = copy.deepcopy(drift[key])
@@ -72,7 +73,7 @@ def write_group(root, template, placement_id, shape, times, mops=None, drift=Non
 @pytest.fixture(scope="module")
 def template():
     rec = load("local", "cg.W.default.c0-1_loc_p_nc.r1")
-    assert rec["status"] == "ok" and rec["npb"]["verified"]
+    assert rec["status"] == "ok" and rec["output"]["verified"]
     return rec
 
 
@@ -113,7 +114,7 @@ def test_short_runs_are_compared_at_their_resolution(tmp_path, template):
     # with Mop/s, the same runs compare exactly
     for d in (tmp_path / "runs").iterdir():
         rec = json.loads((d / "record.json").read_text())
-        rec["npb"]["mops"] = 1500.0 if ".a." in rec["run_id"] else 1200.0
+        rec["output"]["mops"] = 1500.0 if ".a." in rec["run_id"] else 1200.0
         (d / "record.json").write_text(json.dumps(rec))
     row, _ = best_worst(tmp_path)
     assert row["compared_by"] == "mops" and row["improvement_pct"] == pytest.approx(20.0)

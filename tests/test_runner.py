@@ -24,7 +24,7 @@ def test_execute_leaves_the_caller_as_it_was(npb_build, tmp_path):
 
 @pytest.mark.parametrize("script, status, reason", [
     ("echo boom >&2; exit 3", "failed", "exit status 3: boom"),        # a crash
-    ("echo no report here", "failed", "no NPB report in stdout"),     # exit 0, no NPB output
+    ("echo no report here", "failed", "no NPB CG report in stdout"),     # exit 0, no NPB output
 ])
 def test_crash_and_missing_report_are_failed_records(tmp_path, script, status, reason):
     from numaplace.runner import execute

@@ -21,7 +21,7 @@ import pytest
 from cluster import common
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 
-from numaplace import cluster
+from numaplace import cluster, pbs
 from numaplace.fidelity import judge  # noqa: E402
 from numaplace.topology import parse_cpulist  # noqa: E402
 
@@ -66,7 +66,7 @@ def test_every_run_is_its_own_exclusive_whole_node_job(quick, slurm):
     assert all(job_ids) and len(set(job_ids)) == len(recs), job_ids     # one job per run
     node_cpus = parse_cpulist(f"0-{slurm['cpus'] - 1}")
     for rid, r in recs.items():
-        assert r["status"] == "ok" and r["npb"]["verified"], (rid, r["reason"])
+        assert r["status"] == "ok" and r["output"]["verified"], (rid, r["reason"])
         assert r["slurmd_nodename"] == slurm["node"]
         job = common.scontrol_job(r["slurm_job_id"])
         assert rid in job["Comment"]                   # the plugin names the rule's wildcards
@@ -74,7 +74,7 @@ def test_every_run_is_its_own_exclusive_whole_node_job(quick, slurm):
         assert job["OverSubscribe"] == "NO", (rid, "not exclusive")
         minutes = cluster.run_runtime_minutes(r["bench"], r["class"], r["placement"]["threads"],
                                               cluster.ClusterSettings(slurm["cpus"]))
-        assert job["TimeLimit"] == cluster.walltime(minutes), (rid, job["TimeLimit"])
+        assert job["TimeLimit"] == pbs.walltime(minutes), (rid, job["TimeLimit"])
         mem = cluster.run_mem_mb(r["bench"], r["class"], cluster.ClusterSettings(slurm["cpus"]))
         assert job["MinMemoryNode"] == f"{mem}M", (rid, job["MinMemoryNode"])
         # the threads got exactly the placement's CPUs: a job step holding fewer CPUs
@@ -109,7 +109,7 @@ def test_builds_are_ordinary_jobs(quick, slurm):
         job = common.scontrol_job(j)
         assert job["JobState"] == "COMPLETED" and int(job["NumCPUs"]) == 1
         assert job["OverSubscribe"] != "NO"
-        assert job["TimeLimit"] == cluster.walltime(cluster.BUILD_RUNTIME_MIN)
+        assert job["TimeLimit"] == pbs.walltime(cluster.BUILD_RUNTIME_MIN)
 
 
 def test_report_was_built_and_nothing_is_left_to_do(quick):
@@ -142,7 +142,7 @@ def test_grouped_runs_share_one_allocation_back_to_back(quick, slurm):
     settings = cluster.ClusterSettings(slurm["cpus"])
     total = sum(cluster.run_runtime_minutes(recs[rid]["bench"], recs[rid]["class"],
                                             recs[rid]["placement"]["threads"], settings) for rid in again)
-    assert job["TimeLimit"] == cluster.walltime(total)
+    assert job["TimeLimit"] == pbs.walltime(total)
     assert int(job["NumCPUs"]) == slurm["cpus"] and job["OverSubscribe"] == "NO"
     for rid in again:
         assert recs[rid]["status"] == "ok", (rid, recs[rid]["reason"])

@@ -36,10 +36,10 @@ def test_quick_study_all_verified(quick):
     assert len(recs) == len(plan) - 1 >= 10
     for rid, r in recs.items():
         assert r["status"] == "ok", (rid, r["reason"])
-        assert r["npb"]["verified"] and r["npb"]["class"] == "S"
+        assert r["output"]["verified"] and r["output"]["class"] == "S"
         assert r["exit_status"] == 0 and r["argv"][-1].endswith(f"{r['bench']}.S.x")
         assert r["env"]["OMP_NUM_THREADS"] == str(r["placement"]["threads"])
-        assert r["npb"]["threads"] == r["placement"]["threads"]
+        assert r["output"]["threads"] == r["placement"]["threads"]
         assert r["host"] and r["kernel"] and r["topology"]["nodes"] and r["started"] < r["ended"]
         assert "idle" in r and "loadavg" in r["idle"]
     print(f"quick study: {len(recs)} runs + builds in {seconds:.1f} s")

@@ -79,7 +79,7 @@ def sampling_effect(cls, pairs):
             for flag, acc in ((True, on), (False, off)) if i % 2 == 0 else ((False, off), (True, on)):
                 _, rec = run_once(exe, spec_for("cg", cls, numa_maps=flag, idle="off"), Path(d) / f"{flag}{i}")
                 assert rec["status"] == "ok", rec["reason"]
-                acc.append(rec["npb"]["time_s"])
+                acc.append(rec["output"]["time_s"])
                 if flag:
                     samples = rec["captures"]["numa_maps"]["samples"]
     diff = (statistics.median(on) - statistics.median(off)) / statistics.median(off) * 100

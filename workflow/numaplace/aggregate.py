@@ -105,7 +105,7 @@ def record_row(rec, thresholds=None):
     """One row of runs.csv (+ per-node dicts under private keys) from a record, judged
     under these fidelity thresholds."""
     p = rec.get("placement") or {}
-    npb = rec.get("npb") or {}
+    npb = rec.get("output") or {}
     fid = judge(rec, thresholds) if p else {}
     caps = rec.get("captures") or {}
     # the steady footprint (what fidelity judges: CG's generation temporaries are freed

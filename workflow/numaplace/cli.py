@@ -105,12 +105,12 @@ def _plan(a):
 
 def _pbs_submit(a):
     import subprocess
-    from . import cluster
-    props = cluster.read_job_properties(a.jobscript)
+    from . import pbs
+    props = pbs.read_job_properties(a.jobscript)
     logdir = Path(a.log_dir).resolve()
-    log = logdir / f"{cluster.job_name(props)}.{props.get('jobid', 'x')}.{int(time.time())}.log"
-    argv = cluster.qsub_argv(props, a.dialect, log, cluster.split_args(a.extra),
-                             None if a.exclusive is None else cluster.split_args(a.exclusive))
+    log = logdir / f"{pbs.job_name(props)}.{props.get('jobid', 'x')}.{int(time.time())}.log"
+    argv = pbs.qsub_argv(props, a.dialect, log, pbs.split_args(a.extra),
+                         None if a.exclusive is None else pbs.split_args(a.exclusive))
     argv.append(a.jobscript)
     if a.print:
         print(" ".join(argv))
@@ -126,9 +126,9 @@ def _pbs_submit(a):
 
 
 def _pbs_status(a):
-    from . import cluster
-    st = cluster.job_status(a.jobid, a.dialect, a.vanished)
-    if a.verbose or st.status == cluster.FAILED:
+    from . import pbs
+    st = pbs.job_status(a.jobid, a.dialect, a.vanished)
+    if a.verbose or st.status == pbs.FAILED:
         sys.stderr.write(f"pbs job {a.jobid}: {st.status}: {st.reason}\n")
     print(st.status)
     return 0

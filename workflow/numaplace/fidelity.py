@@ -66,7 +66,7 @@ def _threads(rec, cpus):
     team = caps.get("team") or len(threads)
     out = {"threads_expected": expected, "threads_seen": len(threads), "team": team}
     reasons = []
-    npb_threads = (rec.get("npb") or {}).get("threads")
+    npb_threads = (rec.get("output") or {}).get("threads")
     if npb_threads is not None and int(npb_threads) != expected:
         reasons.append(f"NPB ran {npb_threads} threads, the placement has {expected}")
         out["npb_threads"] = npb_threads

@@ -23,8 +23,10 @@ def omp_env(p):
 
 
 class Launcher:
-    name = ""
+    name = ""                      # the study's `launcher:` value
+    short = ""                     # its part of a placement id
     default_binding = "process"
+    on_measured_node = True        # False: the run executes elsewhere (no local capture)
 
     def cannot_express(self, p):
         """None, or why this launcher cannot apply placement p."""
@@ -48,6 +50,7 @@ class Launcher:
 
 class Taskset(Launcher):
     name = "taskset"
+    short = "ts"
 
     def cannot_express(self, p):
         if p.memory.policy != "local":
@@ -59,6 +62,7 @@ class Taskset(Launcher):
 
 class Numactl(Launcher):
     name = "numactl"
+    short = "nc"
 
     def prefix(self, p):
         mem = p.memory
@@ -75,7 +79,9 @@ class Numactl(Launcher):
 class Aprun(Launcher):
     """Cray ALPS: one process with N threads bound in order to the -cc CPU list."""
     name = "aprun"
+    short = "ap"
     default_binding = "threads"
+    on_measured_node = False       # ALPS starts the process on a compute node
 
     def cannot_express(self, p):
         if p.memory.policy != "local":
@@ -97,6 +103,7 @@ class Aprun(Launcher):
 class OpenMP(Launcher):
     """Environment only: OMP_PLACES pins the threads; memory is first touch."""
     name = "omp"
+    short = "omp"
     default_binding = "threads"
 
     def cannot_express(self, p):

@@ -73,15 +73,3 @@ def share_on(result, node):
     total = result.get("pages") or sum(by_node.values())
     return by_node.get(int(node), 0) / total if total else 0.0
 
-
-def outcome(parsed, exit_status, stderr=""):
-    """(status, reason) of a run from its parsed output and exit status, as for NPB:
-    ok, unverified (complete but the buffer/chain check failed) or failed."""
-    if parsed["complete"] and not parsed["verified"]:
-        return "unverified", f"the benchmark's own check failed (exit status {exit_status})"
-    if exit_status != 0:
-        tail = stderr.strip()[-300:]
-        return "failed", f"exit status {exit_status}" + (f": {tail}" if tail else "")
-    if not parsed["complete"]:
-        return "failed", "no complete report (done line) in stdout"
-    return "ok", None

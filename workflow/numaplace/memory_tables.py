@@ -20,7 +20,6 @@ from . import membench_output
 from .records import iter_records
 from .topology import parse_cpulist
 
-MEMORY_BENCHES = ("membw", "memlat")
 PAGE_SHARE_MIN = 0.99      # the fidelity bar for a memory cell
 COLUMNS = ["bench", "mode", "size_bytes", "threads", "reader_cpu", "reader_node", "memory_node", "rep",
            "value", "unit", "pages_on_memory_node", "status",
@@ -59,7 +58,7 @@ def intended_node(p, node_of, out):
 
 
 def record_rows(rec):
-    if rec.get("bench") not in MEMORY_BENCHES:
+    if (rec.get("kind") or {}).get("family") != "memory":
         return []
     p = rec.get("placement") or {}
     out = _output(rec)

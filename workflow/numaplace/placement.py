@@ -16,6 +16,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from . import ConfigError
+from .launch import LAUNCHERS
 from .topology import format_cpulist, parse_cpulist
 
 
@@ -78,6 +79,16 @@ class Placement:
     def layout_label(self):
         return "/".join(map(str, self.layout)) + " on " + format_cpulist(self.nodes)
 
+    @classmethod
+    def from_dict(cls, d):
+        """The placement of a plan row or record (the inverse of to_dict)."""
+        layout = d["layout"].split(" on ")[0]
+        return cls(tuple(parse_cpulist(d["cpus"])),
+                   Memory(d["memory"], tuple(parse_cpulist(d["memory_nodes"])) if d["memory_nodes"] else ()),
+                   d["binding"], d["launcher"], d["shape"], d["id"], tuple(parse_cpulist(d["nodes"])),
+                   tuple(int(n) for n in layout.split("/")),
+                   tuple(int(c) for c in d["order"].split(",")) if d.get("order") else ())
+
     def to_dict(self):
         """What defines the measurement (the label is derived, so not stored)."""
         return {"id": self.id, "shape": self.shape,
@@ -99,12 +110,11 @@ def label_of(d):
 
 
 MEMORY_SPECS = {"sweep", "matrix", "contention"}    # numaplace.memory_specs
-LAUNCHER_SHORT = {"taskset": "ts", "numactl": "nc", "aprun": "ap", "omp": "omp"}
 
 
 def default_id(cpus, memory, binding, launcher):
     return "_".join(["c" + format_cpulist(cpus, "."), memory.short,
-                     "p" if binding == "process" else "t", LAUNCHER_SHORT[launcher]])
+                     "p" if binding == "process" else "t", LAUNCHERS[launcher].short])
 
 
 def finish(cpus, memory, binding, launcher, shape, topo, pid=None):
@@ -224,7 +234,6 @@ def expand_spec(spec, topo, where, entry):
 
 def expand_experiment(exp, defaults, topo, where, entry):
     """All concrete placements of one experiment (specs × memory policies × bindings)."""
-    from .launch import LAUNCHERS
     launcher_name = exp.get("launcher") or defaults.get("launcher") or topo.launcher
     launcher = LAUNCHERS[launcher_name]
     memories = exp.get("memory") or defaults.get("memory") or ["local"]

@@ -1,4 +1,7 @@
-"""Reading run records, and setting failed ones aside so Snakemake runs them again.
+"""Run records: their format (schemas/record.schema.yaml, checked when a record is
+written and when it is read; older versions migrated on read), writing them so that
+nothing measured is lost, reading them, and setting failed ones aside so Snakemake runs
+them again.
 
 A record is never deleted: retry moves it (and the run's files) into
 runs/<run-id>/attempts/<n>/, where aggregation still finds and counts it.
@@ -9,9 +12,80 @@ import json
 import os
 import shutil
 import stat
+from functools import lru_cache
 from pathlib import Path
 
-KEPT = "record.kept.json"   # each record's second name (hard link): see runner._write_record
+import jsonschema
+import yaml
+
+from .kinds import kind
+
+VERSION = 2
+SCHEMA = Path(__file__).resolve().parent / "schemas" / "record.schema.yaml"
+# KEPT: a second name (hard link) of every record written: when Snakemake deletes
+# record.json to run the job again (its write protection does not stop root, nor
+# --forcerun), the measurement survives under it and is set aside as an attempt.
+KEPT = "record.kept.json"
+
+
+class RecordError(ValueError):
+    """A record that does not match the record schema (one line: path and problem)."""
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    return jsonschema.Draft202012Validator(yaml.safe_load(SCHEMA.read_text()))
+
+
+def validate(rec, where="record"):
+    err = jsonschema.exceptions.best_match(_validator().iter_errors(
+        {k: v for k, v in rec.items() if not k.startswith("_")}))
+    if err is not None:
+        at = "/".join(map(str, err.absolute_path)) or "(top level)"
+        raise RecordError(f"{where}: {at}: {err.message}")
+    return rec
+
+
+def kind_facts(bench):
+    k = kind(bench)
+    return {"family": k.family, "metric": k.metric, "unit": k.unit, "higher_is_better": k.higher_is_better}
+
+
+def migrate(rec):
+    """A record of an older version, read as the current one. Version 1 (numaplace 0.1,
+    0.2): the parsed NPB report was `npb`, the benchmark kind implicit; 0.1 stored a
+    fidelity verdict, which is judged afresh where records are read."""
+    if rec.get("record_version") == 1:
+        rec = dict(rec)
+        rec.pop("fidelity", None)
+        rec["output"] = rec.pop("npb", None) if "output" not in rec else rec["output"]
+        rec["kind"] = kind_facts(rec["bench"])
+        rec["record_version"] = VERSION
+    return rec
+
+
+def write_record(path, rec):
+    """Checked against the schema, written atomically, and under its second name KEPT."""
+    path = Path(path)
+    validate(rec, str(path))
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
+    os.replace(tmp, path)
+    kept = path.parent / KEPT
+    kept.unlink(missing_ok=True)
+    os.link(path, kept)
+
+
+def read_record(path):
+    """The record at path (migrated, checked); RecordError names the file and what is wrong."""
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise RecordError(f"{path}: unreadable record: {e}") from None
+    if not isinstance(rec, dict):
+        raise RecordError(f"{path}: (top level): not a JSON object")
+    return validate(migrate(rec), str(path))
 
 
 def iter_records(results_dir, attempts=False):
@@ -20,8 +94,8 @@ def iter_records(results_dir, attempts=False):
     pattern = "**/record.json" if attempts else "*/record.json"
     for path in sorted(runs.glob(pattern)):
         try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
+            rec = read_record(path)
+        except RecordError:
             continue
         rec["_path"] = str(path)
         rec["_attempt"] = "attempts" in path.parts

@@ -18,14 +18,12 @@ import threading
 import time
 from pathlib import Path
 
-from . import membench_output, npb_output
-from .build import MEMORY_BENCHES
 from .capture import Sampler, numastat_delta, numastat_system
+from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
-from .records import KEPT
-from .topology import from_sysfs, parse_cpulist
-
-RECORD_VERSION = 1
+from .placement import Placement
+from .records import KEPT, VERSION as RECORD_VERSION, kind_facts, write_record
+from .topology import from_sysfs
 
 
 def now():
@@ -88,11 +86,6 @@ def clean_env(extra):
     return env
 
 
-# KEPT: a second name (hard link) of every record written: when Snakemake deletes
-# record.json to run the job again (its write protection does not stop root, nor
-# --forcerun), the measurement survives under it and is set aside as an attempt.
-
-
 def _set_aside_earlier(rundir):
     """Files of an earlier attempt in the run's folder are set aside before a new one:
     a complete attempt (its record kept under KEPT) into attempts/<n>/, still counted by
@@ -109,14 +102,6 @@ def _set_aside_earlier(rundir):
     dest.mkdir(parents=True)
     for p in leftovers:
         shutil.move(str(p), dest / ("record.json" if p.name == KEPT else p.name))
-
-
-def _write_record(path, rec):
-    """Atomically, and under its second name KEPT too."""
-    _write_json(path, rec)
-    kept = path.parent / KEPT
-    kept.unlink(missing_ok=True)
-    os.link(path, kept)
 
 
 class Interrupted(Exception):
@@ -138,24 +123,19 @@ def execute_build(spec, build_record, record_path):
     rec = {**_record_head(spec), "binary": build["binary"], "argv": spec["argv"], "env": spec["env"],
            **host_facts(), "build": build,
            "capture_settings": spec.get("capture", {}), "run_settings": spec.get("run", {}),
-           "status": "build-failed", "reason": build["reason"], "captures": None,
+           "status": "build-failed", "reason": build["reason"], "output": None, "captures": None,
            "captures_note": "the run did not execute: its binary could not be built",
            "finished": now()}
     _set_aside_earlier(record_path.parent)
-    _write_record(record_path, rec)
+    write_record(record_path, rec)
     return rec
 
 
 def _record_head(spec):
     """The fields every record starts with: which run of which study it is."""
     return {"record_version": RECORD_VERSION, **{k: spec[k] for k in
-            ("run_id", "study", "bench", "class", "variant", "rep", "placement")}}
-
-
-def _write_json(path, data):
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=False))
-    os.replace(tmp, path)
+            ("run_id", "study", "bench", "class", "variant", "rep", "placement")},
+            "kind": kind_facts(spec["bench"])}
 
 
 def execute(spec, binary, record_path):
@@ -166,128 +146,142 @@ def execute(spec, binary, record_path):
     previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
     own_cpus = os.sched_getaffinity(0)
     try:
-        return _execute(spec, binary, record_path)
+        return _Run(spec, binary, record_path).execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _execute(spec, binary, record_path):
-    record_path = Path(record_path)
-    rundir = record_path.parent
-    rundir.mkdir(parents=True, exist_ok=True)
-    _set_aside_earlier(rundir)
-    workdir = rundir / "work"          # clean cwd: no mg.input, no timer.flag
-    workdir.mkdir()
-    binary = Path(binary).resolve()
-    p = spec["placement"]
-    cap, runcfg = spec.get("capture", {}), spec.get("run", {})
-    argv = [str(binary) if a == "BINARY" else a for a in spec["argv"]]
-    env_set = dict(spec["env"])
-    cpus = parse_cpulist(p["cpus"])
-    launcher = LAUNCHERS[p["launcher"]]
+class _Run:
+    """One measured run, step by step; every step that ends the run writes its record."""
 
-    rec = {**_record_head(spec), "binary": str(binary), "argv": argv,
-           "env": env_set, "env_scrubbed": list(SCRUBBED_ENV), "cwd": str(workdir),
-           **host_facts(), "topology": from_sysfs().to_dict(), "capture_settings": cap,
-           "run_settings": runcfg, "status": None, "reason": None}
+    def __init__(self, spec, binary, record_path):
+        self.record_path = Path(record_path)
+        self.rundir = self.record_path.parent
+        self.binary = Path(binary).resolve()
+        self.kind = kind(spec["bench"])
+        self.placement = Placement.from_dict(spec["placement"])
+        self.launcher = LAUNCHERS[self.placement.launcher]
+        self.capture, self.runcfg = spec.get("capture", {}), spec.get("run", {})
+        self.argv = [str(self.binary) if a == "BINARY" else a for a in spec["argv"]]
+        self.env = dict(spec["env"])
+        self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
+                    "env": self.env, "env_scrubbed": list(SCRUBBED_ENV),
+                    "cwd": str(self.rundir / "work"), **host_facts(), "topology": from_sysfs().to_dict(),
+                    "capture_settings": self.capture, "run_settings": self.runcfg,
+                    "status": None, "reason": None}
 
-    def finish(status, reason=None):
-        rec["status"], rec["reason"] = status, reason
-        rec["finished"] = now()
-        _write_record(record_path, rec)
-        return rec
+    def execute(self):
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        _set_aside_earlier(self.rundir)
+        (self.rundir / "work").mkdir()          # clean cwd: no mg.input, no timer.flag
+        if not self.launcher.on_measured_node:
+            self.rec["host_note"] = (f"{self.launcher.name}: host, kernel and topology describe the "
+                                     "launch node; the run executes on a compute node")
+        return self.check_idle() or self.probe() or self.measure()
 
-    local_capture = p["launcher"] != "aprun"     # aprun'd processes run on a compute node
-    if not local_capture:
-        rec["host_note"] = ("aprun: host, kernel and topology describe the launch (MOM) node; "
-                            "the run executes on a compute node")
-    mode = runcfg.get("idle_check", "flag") if local_capture else "off"
-    if mode != "off":
-        idle, evidence = idle_check(cpus, runcfg.get("idle_busy_max", 0.15),
-                                    runcfg.get("idle_wait", 30), mode)
-        rec["idle"] = {"idle": idle, **evidence}
-        if not idle and mode == "refuse":
-            return finish("not-idle", f"CPUs busy before the run: {evidence['busy_cpus']}")
-    rec["loadavg_before"] = os.getloadavg()
+    def finish(self, status, reason=None):
+        self.rec["status"], self.rec["reason"] = status, reason
+        self.rec["finished"] = now()
+        write_record(self.record_path, self.rec)
+        return self.rec
 
-    probe = launcher.probe(_PlacementView(p))
-    if probe:
-        pr = subprocess.run(probe, capture_output=True, text=True, env=clean_env(env_set))
-        if pr.returncode != 0:
-            rec["probe"] = {"argv": probe, "exit_status": pr.returncode, "stderr": pr.stderr[-2000:]}
-            return finish("placement-failed", f"{probe[0]} refused the placement: "
-                          f"{(pr.stderr or pr.stdout).strip()[:300]}")
+    def check_idle(self):
+        """With idle_check refuse, a run on busy CPUs ends here (not-idle)."""
+        mode = self.runcfg.get("idle_check", "flag") if self.launcher.on_measured_node else "off"
+        if mode != "off":
+            idle, evidence = idle_check(self.placement.cpus, self.runcfg.get("idle_busy_max", 0.15),
+                                        self.runcfg.get("idle_wait", 30), mode)
+            self.rec["idle"] = {"idle": idle, **evidence}
+            if not idle and mode == "refuse":
+                return self.finish("not-idle", f"CPUs busy before the run: {evidence['busy_cpus']}")
+        self.rec["loadavg_before"] = os.getloadavg()
+        return None
 
-    system_numastat = cap.get("numastat", True) and local_capture
-    if system_numastat:
-        rec_numastat_before = numastat_system()
-    timeout = effective_timeout(runcfg)
-    rec["timeout_s"] = timeout
-    rec["started"] = now()
-    t0 = time.monotonic()
-    with open(rundir / "stdout", "w") as out, open(rundir / "stderr", "w") as err:
-        proc = subprocess.Popen(argv, cwd=workdir, env=clean_env(env_set), stdout=out, stderr=err,
-                                start_new_session=True)
-        free = set(os.sched_getaffinity(0)) - set(cpus)
-        if free:                                 # keep the sampler off the benchmark's CPUs
-            os.sched_setaffinity(0, free)
+    def probe(self):
+        """The launcher applies the placement to `true` first: a placement this machine
+        refuses ends here (placement-failed), before the benchmark starts."""
+        probe = self.launcher.probe(self.placement)
+        if not probe:
+            return None
+        pr = subprocess.run(probe, capture_output=True, text=True, env=clean_env(self.env))
+        if pr.returncode == 0:
+            return None
+        self.rec["probe"] = {"argv": probe, "exit_status": pr.returncode, "stderr": pr.stderr[-2000:]}
+        return self.finish("placement-failed", f"{probe[0]} refused the placement: "
+                           f"{(pr.stderr or pr.stdout).strip()[:300]}")
+
+    def measure(self):
+        cap, local = self.capture, self.launcher.on_measured_node
+        numastat = cap.get("numastat", True) and local
+        before = numastat_system() if numastat else None
         sampler = None
-        if local_capture and (cap.get("numa_maps", True) or cap.get("threads", True)):
-            sampler = Sampler(proc.pid, rundir, cap.get("interval_min", 0.005), cap.get("interval_max", 5.0),
-                              cap.get("numa_maps", True), cap.get("threads", True), cap.get("numastat", True),
-                              exe=binary)
-            sampler.start()
-        timed_out = False
-        reaper = _Reaper(proc)
-        try:
-            reaped = reaper.result(timeout)
-            if reaped is None:
-                timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                reaped = reaper.result(None)
-        except BaseException:                    # interrupted: no record, kill the run
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise
-        rc, usage, t_end = reaped
+        if local and (cap.get("numa_maps", True) or cap.get("threads", True)):
+            sampler = lambda pid: Sampler(pid, self.rundir, cap.get("interval_min", 0.005),  # noqa: E731
+                                          cap.get("interval_max", 5.0), cap.get("numa_maps", True),
+                                          cap.get("threads", True), cap.get("numastat", True),
+                                          exe=self.binary)
+        rc, timed_out, sampler = self.launch(sampler)
+        if numastat:
+            after = numastat_system()
+            self.rec["numastat"] = {"system_before": before, "system_after": after,
+                                    "system_delta": numastat_delta(before, after),
+                                    "note": "system-wide counters: include every process on the machine"}
         if sampler:
-            sampler.stop()
-            sampler.join()
-    rec["wall_s"] = round(t_end - t0, 4)
-    rec["max_rss_kb"] = usage.ru_maxrss         # of the launcher chain's largest process
-    rec["ended"] = now()
-    rec["exit_status"] = rc
-    if system_numastat:
-        after = numastat_system()
-        rec["numastat"] = {"system_before": rec_numastat_before, "system_after": after,
-                           "system_delta": numastat_delta(rec_numastat_before, after),
-                           "note": "system-wide counters: include every process on the machine"}
-    if sampler:
-        sampler.write()
-        rec["captures"] = sampler.summary()
-    else:
-        rec["captures"] = None
-        rec["captures_note"] = "aprun: the process runs on a compute node; capture not available"
-    stdout = (rundir / "stdout").read_text(errors="replace")
-    if spec["bench"] in MEMORY_BENCHES:         # membw/memlat: their own report format
-        rec["kind"] = spec["bench"]
-        rec["output"] = membench_output.parse(stdout)
+            sampler.write()
+            self.rec["captures"] = sampler.summary()
+        else:
+            self.rec["captures"] = None
+            self.rec["captures_note"] = (f"{self.launcher.name}: the process runs on a compute node; "
+                                         "capture not available") if not local else "capture switched off"
+        stdout = (self.rundir / "stdout").read_text(errors="replace")
+        self.rec["output"] = self.kind.parse(stdout)
         if timed_out:
-            return finish("timeout", f"killed after {timeout:g} s")
-        return finish(*membench_output.outcome(rec["output"], rc,
-                                               (rundir / "stderr").read_text(errors="replace")))
-    rec["npb"] = npb_output.parse(stdout)
-    if timed_out:
-        return finish("timeout", f"killed after {timeout:g} s")
-    if rec["npb"]["complete"] and not rec["npb"]["verified"]:
-        return finish("unverified", f"NPB verification UNSUCCESSFUL (exit status {rc})")
-    if rc != 0:
-        tail = (rundir / "stderr").read_text(errors="replace").strip()[-300:]
-        return finish("failed", f"exit status {rc}" + (f": {tail}" if tail else ""))
-    if not rec["npb"]["complete"]:
-        return finish("failed", "no NPB report in stdout")
-    return finish("ok")
+            return self.finish("timeout", f"killed after {self.rec['timeout_s']:g} s")
+        status, reason = self.kind.outcome(self.rec["output"], rc)
+        if status == "failed" and rc != 0:
+            tail = (self.rundir / "stderr").read_text(errors="replace").strip()[-300:]
+            reason += f": {tail}" if tail else ""
+        return self.finish(status, reason)
+
+    def launch(self, make_sampler):
+        """Start the benchmark in a session of its own, sample it from CPUs outside the
+        placement, reap it (wait4: exact end time, peak RSS); kill it at the timeout or
+        when the runner is interrupted. Returns (exit status, timed out?, sampler)."""
+        timeout = effective_timeout(self.runcfg)
+        self.rec["timeout_s"] = timeout
+        self.rec["started"] = now()
+        t0 = time.monotonic()
+        with open(self.rundir / "stdout", "w") as out, open(self.rundir / "stderr", "w") as err:
+            proc = subprocess.Popen(self.argv, cwd=self.rundir / "work", env=clean_env(self.env),
+                                    stdout=out, stderr=err, start_new_session=True)
+            free = set(os.sched_getaffinity(0)) - set(self.placement.cpus)
+            if free:                                 # keep the sampler off the benchmark's CPUs
+                os.sched_setaffinity(0, free)
+            sampler = make_sampler(proc.pid) if make_sampler else None
+            if sampler:
+                sampler.start()
+            timed_out = False
+            reaper = _Reaper(proc)
+            try:
+                reaped = reaper.result(timeout)
+                if reaped is None:
+                    timed_out = True
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    reaped = reaper.result(None)
+            except BaseException:                    # interrupted: no record, kill the run
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise
+            rc, usage, t_end = reaped
+            if sampler:
+                sampler.stop()
+                sampler.join()
+        self.rec["wall_s"] = round(t_end - t0, 4)
+        self.rec["max_rss_kb"] = usage.ru_maxrss         # of the launcher chain's largest process
+        self.rec["ended"] = now()
+        self.rec["exit_status"] = rc
+        return rc, timed_out, sampler
 
 
 class _Reaper(threading.Thread):
@@ -308,16 +302,3 @@ class _Reaper(threading.Thread):
         """(exit status, rusage, end time), or None while still running after timeout."""
         self.join(timeout)
         return self.reaped
-
-
-class _PlacementView:
-    """The launcher interface over a placement dict from the plan."""
-
-    def __init__(self, d):
-        from .placement import Memory
-        self.cpus = tuple(parse_cpulist(d["cpus"]))
-        self.order = tuple(int(c) for c in d["order"].split(",")) if d.get("order") else ()
-        self.cpulist = d["cpus"]
-        self.threads = d["threads"]
-        self.binding = d["binding"]
-        self.memory = Memory(d["memory"], tuple(parse_cpulist(d["memory_nodes"])) if d["memory_nodes"] else ())

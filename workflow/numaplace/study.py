@@ -16,6 +16,7 @@ import yaml
 
 from . import ConfigError
 from .build import check_source
+from .kinds import kind
 from .launch import command
 from .placement import expand_experiment
 from .schema import validate_study
@@ -36,7 +37,7 @@ class Run:
 
     @property
     def binary_name(self):
-        return f"{self.bench}.{self.cls}.x"
+        return kind(self.bench).binary_name(self.cls)
 
     def row(self):
         p = self.placement
@@ -50,9 +51,6 @@ class Run:
                 "command": shlex.join(shown)}
 
 
-MEMORY_BENCHES = ("membw", "memlat")
-
-
 def args_tag(args):
     """Run-id part telling apart runs of one placement with different benchmark args."""
     return "" if not args else ".a" + hashlib.sha256(json.dumps(list(args)).encode()).hexdigest()[:6]
@@ -61,7 +59,7 @@ def args_tag(args):
 def check_memory_experiment(exp, benches, classes, placements, where, entry):
     """Memory micro-benchmarks have one class (X) and take args; NPB kernels neither;
     sweep/matrix cells are memory cells."""
-    memory = [b for b in benches if b in MEMORY_BENCHES]
+    memory = [b for b in benches if kind(b).family == "memory"]
     if memory and len(memory) != len(benches):
         raise ConfigError(where, entry + ".benchmarks", "NPB kernels and memory micro-benchmarks "
                           f"({', '.join(memory)}) go in separate experiments")
