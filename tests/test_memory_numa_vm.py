@@ -109,6 +109,15 @@ def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
     assert len([c for c in cells if c[0] == "membw"]) == 16
     sys.stderr.write("pages on the intended memory node per cell (bench, reader, memory): "
                      + json.dumps({f"{b} r{r} m{m}": s for (b, r, m), s in sorted(cells.items())}) + "\n")
+    values = {}                           # what the far reader measured (TCG guest: not timing)
+    for rec in vm["records"].values():
+        rows = record_rows(rec)
+        far = max(r["thread"] for r in rows)
+        values[(rec["bench"], *cell(rec))] = [r["value"] for r in rows if r["thread"] == far][0]
+    for bench in ("memlat", "membw"):
+        sys.stderr.write(f"{bench} reader node x memory node (values; the VM cannot show remote slowness):\n"
+                         + "\n".join(" ".join(f"{values[(bench, r, m)]:9.1f}" for m in range(4))
+                                     for r in range(4)) + "\n")
 
 
 def test_first_touch_cells_wrote_on_the_memory_node_and_read_elsewhere(vm):
