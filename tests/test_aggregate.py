@@ -179,13 +179,32 @@ def test_empty_study(tmp_path):
     assert t["summary"]["n_missing"].sum() == 20      # every planned run
 
 
-def test_unreadable_record_is_skipped(tmp_path):
+def test_unreadable_record_is_named_not_skipped(tmp_path):
+    """A record corrupted by hand is a row of status `unreadable` naming the file and the
+    command that sets it aside; nothing else is lost."""
     shutil.copytree(FIXTURE / "runs", tmp_path / "runs")
-    (tmp_path / "runs" / "broken.r1").mkdir()
-    (tmp_path / "runs" / "broken.r1" / "record.json").write_text("{not json")
-    t = build_tables(tmp_path)
-    assert len(t["runs"]) == 20
-    assert json.loads((FIXTURE / "runs" / "cg.A.default.c0_loc_t_nc.r1" / "record.json").read_text())
+    (tmp_path / "runs" / "cg.A.default.broken.r1").mkdir()
+    broken = tmp_path / "runs" / "cg.A.default.broken.r1" / "record.json"
+    broken.write_text("{not json")
+    runs = build_tables(tmp_path)["runs"]
+    assert len(runs) == 21
+    row = runs[runs["status"] == "unreadable"].iloc[0]
+    assert row["run_id"] == "cg.A.default.broken.r1" and row["record"] == str(broken)
+    assert str(broken) in row["reason"] and "retry-failed" in row["reason"]
+    from numaplace.records import set_aside_failed
+    assert set_aside_failed(tmp_path, ["unreadable"]) == [("cg.A.default.broken.r1", "unreadable")]
+    assert (broken.parent / "attempts" / "1" / "record.json").read_text() == "{not json"
+
+
+def test_missing_capture_file_is_named(tmp_path):
+    """A record whose numa_maps file is gone keeps its row; the row says which file."""
+    src = next(p for p in (FIXTURE / "runs").iterdir()
+               if list(p.glob("numa_maps.*.txt")) and "data_pages" not in (p / "record.json").read_text())
+    shutil.copytree(src, tmp_path / "runs" / src.name)
+    for f in (tmp_path / "runs" / src.name).glob("numa_maps.*.txt"):
+        f.unlink()
+    row = build_tables(tmp_path)["runs"].iloc[0]
+    assert "capture file missing" in row["problems"] and str(tmp_path / "runs" / src.name) in row["problems"]
 
 
 def test_steady_footprint_preferred_over_peak(tmp_path):

@@ -46,6 +46,8 @@ from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (man
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
+# a run whose CPUs gave more than this share of their time to other processes is flagged
+FOREIGN_LOAD_MAX = 0.05
 NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
 TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat", "memory", "memory_matrix")
 GIB = 2 ** 30
@@ -74,8 +76,9 @@ def _attempt_of(path):
 def footprint_pages(view, rundir, which, same_as_peak):
     """Per-node data pages (numa_maps' own page counts) of the sample the tables use: from
     the capture summary (records since data_pages was recorded), else from the sample's
-    numa_maps file. The sampler writes no numa_maps.steady.txt when the steady sample is
-    the peak one: then the peak file is that sample."""
+    numa_maps file (FileNotFoundError naming it when it is gone). The sampler writes no
+    numa_maps.steady.txt when the steady sample is the peak one: then the peak file is
+    that sample."""
     if view.get("data_pages") is not None:
         return {int(n): int(k) for n, k in view["data_pages"].items()}
     if rundir is None:
@@ -87,7 +90,7 @@ def footprint_pages(view, rundir, which, same_as_peak):
         except OSError:
             continue
         return numa_maps.summarize(numa_maps.parse(text))["data_pages"]
-    return None
+    raise FileNotFoundError(Path(rundir) / f"numa_maps.{names[-1]}.txt")
 
 
 def _fidelity_reasons(fid):
@@ -116,7 +119,13 @@ def record_row(rec, thresholds=None):
     data_bytes = {int(n): int(b) for n, b in (view.get("data_bytes") or {}).items()}
     rundir = Path(rec["_path"]).parent if rec.get("_path") else None
     same_as_peak = bool(nm.get("steady") and nm.get("peak") and nm["steady"].get("t") == nm["peak"].get("t"))
-    pages = footprint_pages(view, rundir, which, same_as_peak) if data_bytes else None
+    problems = []
+    try:
+        pages = footprint_pages(view, rundir, which, same_as_peak) if data_bytes else None
+    except FileNotFoundError as e:
+        pages = None
+        problems.append(f"capture file missing: {e.args[0]}: the run's page columns are empty")
+    foreign = rec.get("foreign_load") or {}
     topo_nodes = sorted(int(n) for n in ((rec.get("topology") or {}).get("nodes") or {}))
     delta = (rec.get("numastat") or {}).get("system_delta") or {}
     return {
@@ -141,6 +150,9 @@ def record_row(rec, thresholds=None):
         "fidelity_memory": (fid.get("memory") or {}).get("verdict"),
         "memory_share_on_allowed": (fid.get("memory") or {}).get("share_on_allowed"),
         "fidelity_reasons": _fidelity_reasons(fid) if fid.get("verdict") == "drift" else "",
+        "foreign_load_share": foreign.get("share"),
+        "shared_cpus": bool(foreign.get("share") is not None and foreign["share"] > FOREIGN_LOAD_MAX),
+        "problems": "; ".join(problems),
         "host": rec.get("host"), "started": rec.get("started"),
         "footprint": which if data_bytes else None,
         "data_bytes": sum(data_bytes.values()) if data_bytes else None,

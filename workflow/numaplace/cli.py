@@ -134,6 +134,27 @@ def _pbs_status(a):
     return 0
 
 
+def _run(a):
+    """One measured run. Its outcome goes to stdout (the job's log); what stopped it from
+    writing a record goes to stderr in one line (the console: a full disk cannot eat it)."""
+    from .guard import is_disk_full
+    from .runner import Interrupted, execute, execute_build
+    spec = json.loads(a.spec)
+    try:
+        rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record)
+    except Interrupted as e:
+        sys.stderr.write(f"numaplace run: {spec['run_id']}: interrupted ({e}); the benchmark was "
+                         f"stopped and no record written; its files are set aside when the run is "
+                         f"repeated\n")
+        return 130
+    except OSError as e:
+        cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
+        sys.stderr.write(f"numaplace run: {spec['run_id']}: no record written: {cause}: {e}\n")
+        return 1
+    print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
+    return 0
+
+
 def main(argv=None):
     a = _parser().parse_args(argv)
     if a.cmd == "plan":
@@ -147,10 +168,7 @@ def main(argv=None):
         out = write_build_record(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.record, a.log)
         print(f"{a.bench}.{a.cls} ({a.variant}): {out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
     elif a.cmd == "run":
-        from .runner import execute, execute_build
-        spec = json.loads(a.spec)
-        rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record)
-        print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
+        return _run(a)
     elif a.cmd == "tables":
         from . import aggregate
         aggregate.write_tables(a.results, a.out, a.plan, json.loads(a.fidelity))

@@ -198,6 +198,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
         out += ["None." + (f" ({unknown} records have fidelity *unknown*: no capture to judge.)"
                            if unknown else ""), ""]
 
+    out += _flagged_runs(runs)
     if plan is not None and len(plan):
         have = set(current["run_id"]) if len(current) else set()
         absent = plan[~plan["run_id"].isin(have)]
@@ -258,6 +259,32 @@ def memory_markdown(memory, matrix):
         out += [md_table(top, [("bench", "bench"), ("mode", "mode"), ("size (B)", "size_bytes"), ("via", "via"),
                                ("reader node", "reader_node"), ("memory node", "memory_node"),
                                ("median", lambda r: f"{float(r['median']):.4g}"), ("n", "n"), ("unit", "unit")]), ""]
+    return out
+
+
+def _flagged_runs(runs):
+    """Runs whose CPUs were shared during the run, and files that could not be read."""
+    out = ["## Runs that shared their CPUs", "",
+           f"Runs whose CPUs spent more than {aggregate.FOREIGN_LOAD_MAX:.0%} of their time on "
+           "other processes while the benchmark ran (record field `foreign_load`).", ""]
+    shared = runs[runs["shared_cpus"].map(_truthy)] if len(runs) and "shared_cpus" in runs else runs.iloc[0:0]
+    if len(shared):
+        shared, more = _limited(shared, "runs")
+        out += [md_table(shared, [("run", "run_id"), ("attempt", "attempt"), ("placement", "placement"),
+                                  ("foreign share", lambda r: _pct(100 * float(r["foreign_load_share"])))])
+                + more, ""]
+    else:
+        out += ["None.", ""]
+    bad = runs[(runs["status"] == "unreadable") | (runs["problems"].fillna("") != "")] \
+        if len(runs) and "problems" in runs else runs.iloc[0:0]
+    out += ["## Files that could not be read", ""]
+    if len(bad):
+        bad, more = _limited(bad, "files")
+        out += [md_table(bad, [("run", "run_id"), ("record", "record"),
+                               ("problem", lambda r: _short(r["problems"] if isinstance(r["problems"], str) and r["problems"]
+                                           else r["reason"], 400))]) + more, ""]
+    else:
+        out += ["None.", ""]
     return out
 
 

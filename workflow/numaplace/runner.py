@@ -1,4 +1,5 @@
-"""One measured run: idle check → placement probe → launch under capture → record.
+"""One measured run: machine lock → idle check → placement probe → launch under capture
+→ record.
 
 Every outcome is a record (ok, unverified, failed, timeout, placement-failed,
 not-idle, build-failed); the record is written atomically at the end, so an interrupted run never
@@ -19,6 +20,8 @@ import time
 from pathlib import Path
 
 from .capture import Sampler, numastat_delta, numastat_system
+from .guard import (AncestorWatch, cpu_jiffies, die_with_parent, foreign_load, idle_check,
+                    machine_lock, snakemake_ancestor)
 from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
 from .placement import Placement
@@ -28,37 +31,6 @@ from .topology import from_sysfs
 
 def now():
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def cpu_busy(seconds=0.1):
-    """Busy fraction per CPU over a short window, from /proc/stat."""
-    def snap():
-        out = {}
-        for line in open("/proc/stat"):
-            if line.startswith("cpu") and line[3].isdigit():
-                f = line.split()
-                vals = list(map(int, f[1:9]))
-                idle = vals[3] + vals[4]
-                out[int(f[0][3:])] = (sum(vals) - idle, sum(vals))
-        return out
-    a = snap()
-    time.sleep(seconds)
-    b = snap()
-    return {c: round((b[c][0] - a[c][0]) / max(b[c][1] - a[c][1], 1), 3) for c in b if c in a}
-
-
-def idle_check(cpus, busy_max, wait, mode):
-    """(idle?, evidence). With mode refuse, waits up to `wait` seconds for idleness."""
-    deadline = time.monotonic() + (wait if mode == "refuse" else 0)
-    while True:
-        busy = cpu_busy()
-        load = os.getloadavg()
-        hot = {c: b for c, b in busy.items() if c in cpus and b > busy_max}
-        evidence = {"busy": {str(c): b for c, b in busy.items()}, "loadavg": load,
-                    "busy_max": busy_max, "busy_cpus": {str(c): b for c, b in hot.items()}}
-        if not hot or time.monotonic() >= deadline:
-            return not hot, evidence
-        time.sleep(2)
 
 
 def host_facts():
@@ -179,7 +151,9 @@ class _Run:
         if not self.launcher.on_measured_node:
             self.rec["host_note"] = (f"{self.launcher.name}: host, kernel and topology describe the "
                                      "launch node; the run executes on a compute node")
-        return self.check_idle() or self.probe() or self.measure()
+        with machine_lock() as waited:          # no other measured run on this machine meanwhile
+            self.rec["lock_wait_s"] = waited
+            return self.check_idle() or self.probe() or self.measure()
 
     def finish(self, status, reason=None):
         self.rec["status"], self.rec["reason"] = status, reason
@@ -252,35 +226,53 @@ class _Run:
         timeout = effective_timeout(self.runcfg)
         self.rec["timeout_s"] = timeout
         self.rec["started"] = now()
+        ancestor = snakemake_ancestor()
+        self_before, jiffies_before = os.times(), cpu_jiffies()
         t0 = time.monotonic()
         with open(self.rundir / "stdout", "w") as out, open(self.rundir / "stderr", "w") as err:
             proc = subprocess.Popen(self.argv, cwd=self.rundir / "work", env=clean_env(self.env),
-                                    stdout=out, stderr=err, start_new_session=True)
+                                    stdout=out, stderr=err, start_new_session=True,
+                                    preexec_fn=die_with_parent)
+            kill = lambda: os.killpg(proc.pid, signal.SIGKILL)   # noqa: E731
             free = set(os.sched_getaffinity(0)) - set(self.placement.cpus)
             if free:                                 # keep the sampler off the benchmark's CPUs
                 os.sched_setaffinity(0, free)
             sampler = make_sampler(proc.pid) if make_sampler else None
             if sampler:
                 sampler.start()
+            watch = AncestorWatch(ancestor, kill) if ancestor else None
+            if watch:
+                watch.start()
             timed_out = False
             reaper = _Reaper(proc)
             try:
                 reaped = reaper.result(timeout)
                 if reaped is None:
                     timed_out = True
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    kill()
                     reaped = reaper.result(None)
             except BaseException:                    # interrupted: no record, kill the run
-                os.killpg(proc.pid, signal.SIGKILL)
+                kill()
                 raise
+            finally:
+                if watch:
+                    watch.stop()
             rc, usage, t_end = reaped
             if sampler:
                 sampler.stop()
                 sampler.join()
+        if watch and watch.gone:
+            raise Interrupted(f"Snakemake (pid {ancestor[0]}) is gone: the benchmark was stopped")
         self.rec["wall_s"] = round(t_end - t0, 4)
         self.rec["max_rss_kb"] = usage.ru_maxrss         # of the launcher chain's largest process
         self.rec["ended"] = now()
         self.rec["exit_status"] = rc
+        # the sampler's CPU time counts as the run's own only where it shared the run's CPUs
+        self_after = os.times()
+        own = usage.ru_utime + usage.ru_stime + (0 if free else (
+            self_after.user - self_before.user + self_after.system - self_before.system))
+        self.rec["foreign_load"] = foreign_load(jiffies_before, cpu_jiffies(), self.placement.cpus,
+                                                self.rec["wall_s"], own)
         return rc, timed_out, sampler
 
 

@@ -26,6 +26,7 @@ rule measure:
     conda:
         ENV
     shell:
-        # the job's walltime lets the runner time out (and record it) before the scheduler kills it
+        # the job's walltime lets the runner time out (and record it) before the scheduler kills
+        # it; stderr stays on the console: why no record was written (a full disk) reaches the user
         "NUMAPLACE_WALLTIME_MIN={resources.runtime} numaplace run --spec {params.spec:q}"
-        " --build {input.build:q} --record {output:q} > {log:q} 2>&1"
+        " --build {input.build:q} --record {output:q} > {log:q}"
