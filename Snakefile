@@ -15,8 +15,8 @@ include: "workflow/rules/common.smk"
 
 wildcard_constraints:
     run=r"[A-Za-z0-9_.-]+",
-    bench="cg|mg",
-    cls="[SWABC]",
+    bench="cg|mg|membw|memlat",
+    cls="[SWABCX]",
     variant="default|serial-init|mcmodel-medium",
 
 

@@ -91,7 +91,7 @@ def numaplace_wheel(tmp_path_factory):
 
 
 # -- a private copy of the workflow to run Snakemake in ---------------------------------
-WORKFLOW_PARTS = ("Snakefile", "config", "workflow", "npb", "profiles", "envs")
+WORKFLOW_PARTS = ("Snakefile", "config", "workflow", "npb", "microbench", "profiles", "envs")
 
 
 def _ignore_build_products(directory, names):

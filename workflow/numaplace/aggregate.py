@@ -404,8 +404,11 @@ def build_tables(results_dir, plan_path=None, thresholds=None):
     rows = load_rows(results_dir, thresholds)
     runs = runs_table(rows)
     summary = summary_table(runs, read_plan(plan_path))
+    from .memory_tables import matrix_table, memory_table     # membw/memlat runs
+    memory = memory_table(results_dir)
     return {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
-            "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
+            "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows),
+            "memory": memory, "memory_matrix": matrix_table(memory)}
 
 
 def write_tables(results_dir, out_dir, plan_path=None, thresholds=None):

@@ -2,8 +2,10 @@
 imports it at every start): the tables (results/<study>/tables/<name>.csv) and the
 kinds of figure with their titles (report/<study>/figures/<kind>/)."""
 
-TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat")
+TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat", "memory", "memory_matrix")
 
 FIGURES = {"duration": "Duration per placement", "best_worst": "Best vs worst placement",
            "pages": "Pages per NUMA node", "serial_init": "Serial initialisation vs default",
-           "variability": "Run-to-run variability"}
+           "variability": "Run-to-run variability",
+           "memory_bandwidth": "Memory: read bandwidth per CPU", "memory_latency": "Memory: latency vs size",
+           "memory_heatmap": "Memory: reader node × memory node", "memory_contention": "Memory: contention"}

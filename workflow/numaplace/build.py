@@ -265,6 +265,9 @@ def build(settings, variant, bench, cls, tree, binary, log):
     Builds of one tree are serialised by a lock file beside it: on a cluster two
     classes of a variant can be separate jobs running at the same time."""
     import fcntl
+    k = kind(bench)
+    if k.tree_name != "tree":            # a kind with its own source: its own tree beside NPB's
+        tree = Path(tree).parent / k.tree_name
     Path(tree).parent.mkdir(parents=True, exist_ok=True)
     with open(f"{tree}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -273,6 +276,8 @@ def build(settings, variant, bench, cls, tree, binary, log):
 
 def _build_locked(settings, variant, bench, cls, tree, binary, log):
     k = kind(bench)
+    if not k.follows_npb_source:         # the study's npb.source is NPB's, not this kind's
+        settings = {**settings, "source": "bundled"}
     tree = prepare_tree(settings, variant, tree, k.source_dir)
     args = k.make_args(cls, variant, official=settings.get("source", "bundled") != "bundled")
     Path(log).parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import npb_output
+from . import membench_output, npb_output
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,6 +25,8 @@ class Kind:
     source_dir = None          # bundled source tree (NPB's make interface)
     classes = ()
     variants = ("default",)
+    tree_name = "tree"         # build tree folder beside the variant's (NPB kinds share one)
+    follows_npb_source = True  # built from the study's npb.source (else always source_dir)
 
     def binary_name(self, cls):
         return f"{self.name}.{cls}.x"
@@ -106,3 +108,37 @@ register(NPBKernel("cg", "NPB CG", {"S": (1, 8), "W": (5, 16), "A": (15, 60), "B
                                     "C": (1800, 1100)}))
 register(NPBKernel("mg", "NPB MG", {"S": (1, 8), "W": (10, 60), "A": (30, 460), "B": (120, 460),
                                     "C": (900, 3500)}))
+
+
+class MemoryBench(Kind):
+    """numaplace's memory micro-benchmarks (microbench/src): one class, X, whose sizes,
+    modes and repetitions are the experiment's `args`. Their output holds many values
+    (one per size, reader and repetition: `results`); the tables (memory_tables) take
+    them apart. Built from microbench/src whatever the study's npb.source says."""
+    family = "memory"
+    source_dir = REPO / "microbench" / "src"
+    classes = ("X",)
+    tree_name = "microbench-tree"
+    follows_npb_source = False
+
+    def __init__(self, name, title, metric, unit, higher_is_better):
+        self.name, self.title, self.metric, self.unit = name, title, metric, unit
+        self.higher_is_better = higher_is_better
+
+    def parse(self, stdout):
+        return membench_output.parse(stdout)
+
+    def outcome(self, output, exit_status):
+        if output["complete"] and not output["verified"]:
+            return "unverified", (f"{self.name}'s own check failed (buffer changed or chain broken; "
+                                  f"exit status {exit_status})")
+        return super().outcome(output, exit_status)
+
+    def estimate(self, cls):
+        # time and size depend on the args; a full latency sweep to 4x a large LLC with 5
+        # repetitions and 2 readers takes a few minutes; buffers stay below 2 GiB
+        return (300, 2048)
+
+
+register(MemoryBench("membw", "membw read bandwidth", "value", "MB/s", True))
+register(MemoryBench("memlat", "memlat pointer-chase latency", "value", "ns", False))

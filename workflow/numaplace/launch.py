@@ -15,8 +15,9 @@ def omp_env(p):
     """OpenMP environment for a placement: thread count, and per-thread pinning."""
     env = {"OMP_NUM_THREADS": str(p.threads)}
     if p.binding == "threads":
-        # one place per CPU, threads bound in order before the kernel initialises
-        env["OMP_PLACES"] = ",".join(f"{{{c}}}" for c in p.cpus)
+        # one place per CPU, threads bound in order before the kernel initialises (a
+        # memory cell's order puts thread 0, the first-touching one, on its memory CPU)
+        env["OMP_PLACES"] = ",".join(f"{{{c}}}" for c in (getattr(p, "order", ()) or p.cpus))
         env["OMP_PROC_BIND"] = "true"
     return env
 
@@ -89,7 +90,8 @@ class Aprun(Launcher):
             return "aprun -cc binds every thread to one CPU of the list: use binding threads"
 
     def prefix(self, p):
-        return ["aprun", "-n", "1", "-d", str(p.threads), "-cc", ",".join(map(str, p.cpus))]
+        return ["aprun", "-n", "1", "-d", str(p.threads), "-cc",
+                ",".join(map(str, getattr(p, "order", ()) or p.cpus))]
 
     def env(self, p):
         return {"OMP_NUM_THREADS": str(p.threads)}   # ALPS does the binding

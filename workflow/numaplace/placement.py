@@ -62,6 +62,7 @@ class Placement:
     id: str = ""
     nodes: tuple = field(default=())      # NUMA nodes holding the CPUs, ascending
     layout: tuple = field(default=())     # threads per node in `nodes`
+    order: tuple = field(default=())      # CPU of thread 0, 1, ... when not ascending (memory cells)
 
     @property
     def threads(self):
@@ -86,7 +87,8 @@ class Placement:
         return cls(tuple(parse_cpulist(d["cpus"])),
                    Memory(d["memory"], tuple(parse_cpulist(d["memory_nodes"])) if d["memory_nodes"] else ()),
                    d["binding"], d["launcher"], d["shape"], d["id"], tuple(parse_cpulist(d["nodes"])),
-                   tuple(int(n) for n in layout.split("/")))
+                   tuple(int(n) for n in layout.split("/")),
+                   tuple(int(c) for c in d["order"].split(",")) if d.get("order") else ())
 
     def to_dict(self):
         """What defines the measurement (the label is derived, so not stored)."""
@@ -94,7 +96,8 @@ class Placement:
                 "cpus": self.cpulist, "threads": self.threads,
                 "nodes": format_cpulist(self.nodes), "layout": self.layout_label,
                 "memory": self.memory.policy, "memory_nodes": format_cpulist(self.memory.nodes),
-                "binding": self.binding, "launcher": self.launcher}
+                "binding": self.binding, "launcher": self.launcher,
+                **({"order": ",".join(map(str, self.order))} if self.order else {})}
 
 
 def label_of(d):
@@ -107,17 +110,23 @@ def label_of(d):
     return " · ".join(parts)
 
 
+MEMORY_SPECS = {"sweep", "matrix", "contention"}    # numaplace.memory_specs
+
+
 def default_id(cpus, memory, binding, launcher):
     return "_".join(["c" + format_cpulist(cpus, "."), memory.short,
                      "p" if binding == "process" else "t", LAUNCHERS[launcher].short])
 
 
 def finish(cpus, memory, binding, launcher, shape, topo, pid=None):
+    """A placement of CPUs given in thread order (kept as `order` when not ascending)."""
+    order = tuple(cpus)
     cpus = tuple(sorted(cpus))
     nodes = tuple(sorted({topo.node_of(c) for c in cpus}))
     layout = tuple(sum(1 for c in cpus if topo.node_of(c) == n) for n in nodes)
     return Placement(cpus, memory, binding, launcher, shape,
-                     pid or default_id(cpus, memory, binding, launcher), nodes, layout)
+                     pid or default_id(cpus, memory, binding, launcher), nodes, layout,
+                     order if order != cpus else ())
 
 
 def _layout_cpus(counts, nodes, topo, where, entry):
@@ -256,11 +265,26 @@ def expand_experiment(exp, defaults, topo, where, entry):
     out = []
     for i, spec in enumerate(exp["placements"]):
         e = f"{entry}.placements[{i}]"
-        for cpus, shape, pid in expand_spec(spec, topo, where, e):
-            for j, mspec in enumerate(memories):
+        if MEMORY_SPECS & set(spec):      # memory micro-benchmark cells
+            from . import memory_specs
+            cells = memory_specs.expand(spec, topo, where, e)
+            if any(m for *_, m in cells) and exp.get("memory"):
+                raise ConfigError(where, e, "matrix via membind sets each cell's memory policy itself: "
+                                  "drop the experiment's memory list")
+        else:
+            cells = [(cpus, shape, pid, None) for cpus, shape, pid in expand_spec(spec, topo, where, e)]
+        cell_bindings = bindings
+        if MEMORY_SPECS & set(spec):
+            # thread 0 must sit on the memory CPU: only per-thread binding keeps it there
+            if exp.get("binding") and exp["binding"] != ["threads"]:
+                raise ConfigError(where, e, "sweep and matrix cells pin thread 0 to the memory CPU: "
+                                  "they need binding [threads]")
+            cell_bindings = ["threads"]
+        for cpus, shape, pid, cell_memory in cells:
+            for j, mspec in enumerate(memories if cell_memory is None else ["cell"]):
                 mem_entry = f"{entry}.memory[{j}]" if exp.get("memory") else "memory"
-                mem = Memory.parse(mspec, topo, where, mem_entry)
-                for binding in bindings:
+                mem = cell_memory or Memory.parse(mspec, topo, where, mem_entry)
+                for binding in cell_bindings:
                     if pid and (len(memories) > 1 or len(bindings) > 1):
                         raise ConfigError(where, e + ".id", "an explicit id needs a single placement, "
                                           "but the experiment lists several memory policies or bindings")

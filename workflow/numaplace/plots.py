@@ -10,6 +10,7 @@ Kinds (one sub-directory each under report/<study>/figures/):
   serial_init  serial-initialisation vs default variant for the same placements,
                per (bench, class)
   variability  CV of NPB time per placement, per (bench, class, variant)
+  memory_*     the memory micro-benchmarks' figures (numaplace.memory_plots)
 figures.csv in the figures directory lists every figure written (kind, case, title,
 files), for the summary and the tests.
 """
@@ -330,6 +331,8 @@ def make_figures(tables, out_dir, settings=None):
     pages_figures(tables["numa_pages"], summary, w)
     serial_init_figures(summary, w)
     variability_figures(summary, w)
+    from .memory_plots import memory_figures
+    memory_figures(tables, w)
     cols = ["kind", "bench", "class", "variant", "threads", "title", *cfg["formats"]]
     manifest = pd.DataFrame(w.rows, columns=cols)
     manifest["threads"] = manifest["threads"].astype("Int64")

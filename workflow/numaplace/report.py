@@ -271,6 +271,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
             ("CV", lambda r: _pct(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
             ("drift", lambda r: r["n_drift"] or "")]) + more, ""]
 
+    out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
     out += ["## Figures", ""]
     if manifest is not None and len(manifest):
         for kind in plots.KINDS:
@@ -287,6 +288,24 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
         out += ["## Tables", "", "All numbers, as CSV: " + ", ".join(
             f"[{n}.csv]({tables_link}/{n}.csv)" for n in aggregate.TABLES) + ".", ""]
     return "\n".join(out)
+
+
+def memory_markdown(memory, matrix):
+    """The memory micro-benchmarks' section: median per reader × memory node at the
+    largest size of each (bench, mode, via), and the page placement of every cell."""
+    if memory is None or not len(memory):
+        return []
+    out = ["## Memory micro-benchmarks", "",
+           "membw (MB/s, 10^6 B/s) and memlat (ns per load), median per reader node × memory node "
+           "at the largest size measured; full rows in memory.csv, all sizes in memory_matrix.csv. "
+           f"Pages on the intended memory node: min {memory['pages_on_memory_node'].min():.2%} over "
+           f"{len(memory)} values; {int((memory['status'] == 'drift').sum())} values below 99 % (drift).", ""]
+    if matrix is not None and len(matrix):
+        top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
+        out += [md_table(top, [("bench", "bench"), ("mode", "mode"), ("size (B)", "size_bytes"), ("via", "via"),
+                               ("reader node", "reader_node"), ("memory node", "memory_node"),
+                               ("median", lambda r: f"{float(r['median']):.4g}"), ("n", "n"), ("unit", "unit")]), ""]
+    return out
 
 
 def _flagged_runs(runs):

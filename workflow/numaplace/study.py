@@ -35,6 +35,7 @@ class Run:
     variant: str
     rep: int
     placement: object
+    args: tuple = ()            # extra argv of a memory micro-benchmark (experiment `args`)
 
     @property
     def binary_name(self):
@@ -43,7 +44,7 @@ class Run:
     def row(self):
         return {"run_id": self.run_id, "experiment": ",".join(self.experiments),
                 "bench": self.bench, "class": self.cls, "variant": self.variant, "rep": self.rep,
-                **_plan_columns(self.placement), "command": _shown_command(self.placement, self.binary_name)}
+                **_plan_columns(self.placement), "command": _shown_command(self.placement, self.binary_name, tuple(self.args))}
 
 
 # Per placement, computed once: a study has few placements and many runs of each
@@ -58,15 +59,39 @@ def _plan_columns(p):
 
 
 @lru_cache(maxsize=None)
-def _shown_command(p, binary_name):
+def _shown_command(p, binary_name, args=()):
     argv, env = command(p, "./" + binary_name)
-    return shlex.join([f"{k}={v}" for k, v in env.items()] + argv)
+    return shlex.join([f"{k}={v}" for k, v in env.items()] + argv + [str(a) for a in args])
 
 
 @lru_cache(maxsize=None)
 def _definition(p):
     argv, env = command(p, "BINARY")
     return p.to_dict(), tuple(argv), tuple(env.items())
+
+
+def args_tag(args):
+    """Run-id part telling apart runs of one placement with different benchmark args."""
+    return "" if not args else ".a" + hashlib.sha256(json.dumps(list(args)).encode()).hexdigest()[:6]
+
+
+def check_memory_experiment(exp, benches, classes, placements, where, entry):
+    """Memory micro-benchmarks have one class (X) and take args; NPB kernels neither;
+    sweep/matrix cells are memory cells."""
+    memory = [b for b in benches if kind(b).family == "memory"]
+    if memory and len(memory) != len(benches):
+        raise ConfigError(where, entry + ".benchmarks", "NPB kernels and memory micro-benchmarks "
+                          f"({', '.join(memory)}) go in separate experiments")
+    if memory and classes != ["X"]:
+        raise ConfigError(where, entry + ".classes", f"{', '.join(memory)} have one class, X "
+                          "(sizes are args): write classes: [X]")
+    if not memory and "X" in classes:
+        raise ConfigError(where, entry + ".classes", "class X is the memory micro-benchmarks' class")
+    if not memory and exp.get("args"):
+        raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks (membw, memlat)")
+    if not memory and any(s for s in exp["placements"] if {"sweep", "matrix", "contention"} & set(s)):
+        raise ConfigError(where, entry + ".placements", "sweep, matrix and contention placements are for the "
+                          "memory micro-benchmarks (membw, memlat)")
 
 
 class Study:
@@ -105,16 +130,20 @@ class Study:
                     raise ConfigError(self.where, entry, f"duplicate placement id {p.id!r} "
                                       f"for two different placements ({other.label} / {p.label})")
             reps = exp.get("repetitions", c.get("repetitions", 3))
-            for bench in exp.get("benchmarks", c.get("benchmarks", ["cg", "mg"])):
-                for cls in exp.get("classes", c.get("classes", ["S"])):
+            args = tuple(str(a) for a in exp.get("args", ()))
+            benches = exp.get("benchmarks", c.get("benchmarks", ["cg", "mg"]))
+            classes = exp.get("classes", c.get("classes", ["S"]))
+            check_memory_experiment(exp, benches, classes, placements, self.where, entry)
+            for bench in benches:
+                for cls in classes:
                     for variant in exp.get("variants", c.get("variants", ["default"])):
                         for p in placements:
                             for rep in range(1, reps + 1):
-                                rid = f"{bench}.{cls}.{variant}.{p.id}.r{rep}"
+                                rid = f"{bench}.{cls}.{variant}.{p.id}{args_tag(args)}.r{rep}"
                                 old = runs.get(rid)
                                 exps = (old.experiments if old else ()) + \
                                     ((exp["name"],) if not old or exp["name"] not in old.experiments else ())
-                                runs[rid] = Run(rid, exps, bench, cls, variant, rep, by_placement_id[p.id])
+                                runs[rid] = Run(rid, exps, bench, cls, variant, rep, by_placement_id[p.id], args)
         return list(runs.values())
 
     # -- builds --------------------------------------------------------------------
@@ -141,6 +170,7 @@ class Study:
         only here, make Snakemake re-run it."""
         r = self.run(run_id)
         placement, argv, env = _definition(r.placement)
+        argv = list(argv) + list(r.args)
         # what is captured, not how it is judged: fidelity thresholds are no run's params
         capture = {k: v for k, v in self.config.get("capture", {}).items() if k != "fidelity"}
         return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,

@@ -24,6 +24,8 @@ rule aggregate_tables:
         best_worst=report(TABLES[2], caption="../report/best_worst_table.rst", category="Tables"),
         numa_pages=report(TABLES[3], caption="../report/numa_pages.rst", category="Tables"),
         numastat=report(TABLES[4], caption="../report/numastat.rst", category="Tables"),
+        memory=report(TABLES[5], caption="../report/memory.rst", category="Tables"),
+        memory_matrix=report(TABLES[6], caption="../report/memory_matrix.rst", category="Tables"),
     params:
         results=lambda wc, input: os.path.dirname(input.plan),
         tables=parent_of("output", "runs"),
@@ -49,6 +51,10 @@ rule plot_figures:
         pages=figure_dir("pages"),
         serial_init=figure_dir("serial_init"),
         variability=figure_dir("variability"),
+        memory_bandwidth=figure_dir("memory_bandwidth"),
+        memory_latency=figure_dir("memory_latency"),
+        memory_heatmap=figure_dir("memory_heatmap"),
+        memory_contention=figure_dir("memory_contention"),
     params:
         tables=parent_of("input", "runs"),
         figures=parent_of("output", "index"),

@@ -1,0 +1,144 @@
+"""The memory micro-benchmarks' node × node matrices on a real 4-node NUMA guest
+(numa-vm): every cell, via first touch (thread 0 on the memory node's CPU) and via
+numactl --membind, must have its buffer's pages on the intended memory node.
+
+The guest's nodes are all the host's memory, so it cannot show remote slowness (a
+remote cell is as fast as a local one); what it proves is placement: which node the
+pages are on (the benchmark's move_pages(2) over every page, and numaplace's numa_maps
+capture of the run), and which CPU each thread read from."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from numaplace.memory_tables import record_rows
+from numaplace.study import load_study_file
+
+from test_numa_vm import GUEST_SCRIPT, PLATFORM, REPO, _boot_failed, _skip_unless_numa_vm, _vm_opts
+
+
+def run_in_guest(tool, shares, command, timeout, started):
+    """test_numa_vm's `numa-vm run`, plus PYTHONPATH = this venv's site-packages: since
+    record format v2, numaplace.records imports jsonschema and yaml at module level, and
+    the guest's python3 has neither (its wheel is unpacked without dependencies)."""
+    import subprocess
+    import sysconfig
+    site = sysconfig.get_paths()["purelib"]
+    p = subprocess.run([str(tool), "run", *_vm_opts(shares), "--env", f"PYTHONPATH={site}",
+                        "--timeout", str(timeout), "--timing", "--", *command], capture_output=True, text=True)
+    if p.returncode == 125 and not started.exists():
+        _boot_failed("run", p)
+    return p, {}
+
+SMALL = ["--reps", "1", "--min-time", "0.01"]
+STUDY = {
+    "study": "vmmem", "platform": "vm4", "launcher": "numactl", "repetitions": 1,
+    "benchmarks": ["memlat"], "classes": ["X"],
+    "run": {"idle_check": "off", "timeout": 120},
+    "experiments": [
+        {"name": "latency-first-touch", "args": ["--sizes", "8M", "--min-loads", "20000", *SMALL],
+         "placements": [{"matrix": {"via": "first-touch"}}]},
+        {"name": "bandwidth-membind", "benchmarks": ["membw"], "args": ["--sizes", "8M", *SMALL],
+         "placements": [{"matrix": {"via": "membind"}}]},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def vm(numaplace_wheel, tmp_path_factory):
+    tool = _skip_unless_numa_vm()
+    from numaplace.build import build
+    base = tmp_path_factory.mktemp("numa-vm-memory")
+    config_dir = base / "config"
+    (config_dir / "platforms").mkdir(parents=True)
+    (config_dir / "platforms" / "vm4.yaml").write_text(yaml.safe_dump(PLATFORM, sort_keys=False))
+    (config_dir / "vmmem.yaml").write_text(yaml.safe_dump(STUDY, sort_keys=False))
+    study = load_study_file(config_dir / "vmmem.yaml", config_dir)
+    binaries = {}
+    for bench in ("membw", "memlat"):
+        d = base / "build"
+        binaries[bench] = build({}, "default", bench, "X", d / "tree", d / "bin" / f"{bench}.X.x",
+                                d / "logs" / f"{bench}.log")
+    jobs = [{"name": r.run_id, "spec": study.run_params(r.run_id), "binary": str(binaries[r.bench]),
+             "record": str(base / "runs" / r.run_id / "record.json")} for r in study.runs]
+    jobs_file, out_file = base / "jobs.json", base / "guest-out.json"
+    jobs_file.write_text(json.dumps({"wheel": str(numaplace_wheel), "thp": "never", "jobs": jobs}, indent=1))
+    t0 = time.monotonic()
+    p, timings = run_in_guest(tool, [REPO, tmp_path_factory.getbasetemp()],
+                              ["python3", str(GUEST_SCRIPT), str(jobs_file), str(out_file)],
+                              timeout=1300, started=Path(f"{out_file}.started"))
+    assert p.returncode == 0 and out_file.exists(), f"guest runs failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    out = json.loads(out_file.read_text())
+    records = {}
+    for j in jobs:
+        res = out["jobs"][j["name"]]
+        assert res["rc"] == 0, f"{j['name']}: {res['stdout']}\n{res['stderr']}"
+        rec = json.loads(Path(j["record"]).read_text())
+        rec["_path"] = j["record"]
+        records[j["name"]] = rec
+    sys.stderr.write(f"\nnuma-vm memory matrix: {len(jobs)} runs in {time.monotonic() - t0:.0f} s\n")
+    return {"study": study, "records": records, "out": out}
+
+
+def cell(rec):
+    pid = rec["placement"]["id"]                 # mx-ft-r<reader>-m<memory> / mx-mb-...
+    r, m = pid.split("-r", 1)[1].split("-m")
+    return int(r), int(m)
+
+
+def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
+    cells = {}
+    for rid, rec in vm["records"].items():
+        assert rec["status"] == "ok", (rid, rec["reason"])
+        reader, memory = cell(rec)
+        rows = record_rows(rec)
+        assert rows, rid
+        for row in rows:
+            assert row["memory_node"] == memory
+            assert row["pages_on_memory_node"] >= 0.99, (rid, row)
+            assert row["status"] == "ok"
+        far = [row for row in rows if row["thread"] == max(r["thread"] for r in rows)]
+        assert {row["reader_node"] for row in far} == {reader}, (rid, far)
+        cells[(rec["bench"], reader, memory)] = rows[0]["pages_on_memory_node"]
+    assert len([c for c in cells if c[0] == "memlat"]) == 16
+    assert len([c for c in cells if c[0] == "membw"]) == 16
+    sys.stderr.write("pages on the intended memory node per cell (bench, reader, memory): "
+                     + json.dumps({f"{b} r{r} m{m}": s for (b, r, m), s in sorted(cells.items())}) + "\n")
+    values = {}                           # what the far reader measured (TCG guest: not timing)
+    for rec in vm["records"].values():
+        rows = record_rows(rec)
+        far = max(r["thread"] for r in rows)
+        values[(rec["bench"], *cell(rec))] = [r["value"] for r in rows if r["thread"] == far][0]
+    for bench in ("memlat", "membw"):
+        sys.stderr.write(f"{bench} reader node x memory node (values; the VM cannot show remote slowness):\n"
+                         + "\n".join(" ".join(f"{values[(bench, r, m)]:9.1f}" for m in range(4))
+                                     for r in range(4)) + "\n")
+
+
+def test_first_touch_cells_wrote_on_the_memory_node_and_read_elsewhere(vm):
+    for rid, rec in vm["records"].items():
+        if ".mx-ft-" not in rid:
+            continue
+        reader, memory = cell(rec)
+        results = rec["output"]["results"]
+        assert {r["alloc_node"] for r in results} == {memory}
+        assert {r["reader_node"] for r in results if r["thread"] == 0} == {memory}
+        if reader != memory:
+            assert {r["reader_node"] for r in results if r["thread"] == 1} == {reader}
+
+
+def test_capture_agrees_with_the_benchmark(vm):
+    """numaplace's own numa_maps capture saw the pages where the benchmark said."""
+    for rid, rec in vm["records"].items():
+        nm = (rec.get("captures") or {}).get("numa_maps") or {}
+        view = nm.get("steady") or nm.get("peak")
+        if not view:
+            continue
+        data = {int(n): b for n, b in view["data_bytes"].items()}
+        _, memory = cell(rec)
+        assert data.get(memory, 0) / sum(data.values()) >= 0.9, (rid, data)

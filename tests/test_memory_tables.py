@@ -1,0 +1,52 @@
+"""memory.csv rows from a memory run's record: the intended memory node of a cell, the
+share of the buffer's pages there (from the benchmark's own move_pages), drift below 99 %."""
+from pathlib import Path
+
+from numaplace import membench_output
+from numaplace.memory_tables import COLUMNS, matrix_table, record_rows
+from numaplace.placement import Memory, finish
+from numaplace.topology import load_platform
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "membench"
+
+
+def record(placement, fixture="membw-serial-2threads.txt", status="ok"):
+    return {"bench": "membw", "kind": {"family": "memory"}, "rep": 1, "run_id": "r", "status": status,
+            "placement": placement.to_dict(), "topology": {"nodes": {"0": "0-1", "1": "2-3"}},
+            "output": membench_output.parse((FIXTURES / fixture).read_text())}
+
+
+def topo():
+    return load_platform(REPO / "config" / "platforms" / "nehalem.yaml")
+
+
+def test_first_touch_cell_pages_on_thread0s_node():
+    p = finish((0, 1), Memory("local"), "threads", "numactl", "cpus 0,1", topo())
+    rows = record_rows(record(p))
+    assert rows and list(rows[0])[:12] == COLUMNS[:12]
+    assert {r["memory_node"] for r in rows} == {0}
+    assert all(r["pages_on_memory_node"] == 1.0 and r["status"] == "ok" for r in rows)
+
+
+def test_pages_elsewhere_are_drift():
+    p = finish((0,), Memory("membind", (1,)), "threads", "numactl", "cpus 0", topo())
+    rows = record_rows(record(p))
+    assert {r["memory_node"] for r in rows} == {1}
+    assert all(r["pages_on_memory_node"] == 0.0 and r["status"] == "drift" for r in rows)
+    assert matrix_table(__import__("pandas").DataFrame(rows, columns=COLUMNS)).empty
+
+
+def test_thread_order_decides_the_memory_node():
+    """Thread 0 on CPU 2 (node 1 in this record's topology) first-touched: node 1 is meant."""
+    p = finish((2, 0), Memory("local"), "threads", "numactl", "order 2,0", topo())
+    assert p.order == (2, 0)
+    rows = record_rows(record(p))
+    assert {r["memory_node"] for r in rows} == {1} and {r["status"] for r in rows} == {"drift"}
+
+
+def test_npb_records_give_no_rows():
+    p = finish((0,), Memory("local"), "process", "numactl", "cpus 0", topo())
+    rec = record(p)
+    rec["kind"] = {"family": "npb"}
+    assert record_rows(rec) == []
