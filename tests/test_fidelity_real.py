@@ -225,8 +225,15 @@ SMALL = {"memory_min_bytes": 0, "interleave_slack_bytes": 0}    # judge even a f
       "share_under_policy": 0.8571,
       "reasons": ["pages placed under policy interleave:0-1 (0.0 MiB), default (0.0 MiB), "
                   "the placement asks for interleave 0-1"]}),
+    # pages mostly off the interleave nodes and uneven on them: both reasons
+    (INTERLEAVE, {0: 1, 2: 9}, {"interleave:0-1": 10}, {"memory_nodes": "0-1"}, SMALL, "drift",
+     {"share_on_allowed": 0.1, "interleave_max_deviation": 0.5, "interleave_tolerance": 0.1,
+      "share_under_policy": 1.0,
+      "reasons": ["10.0% of 0.0 MiB data pages on interleave node(s) 0-1 (min 90.0%); per node N0=10.0% N2=90.0%",
+                  "interleave over 2 nodes is uneven: per node N0=10.0% N2=90.0% (expected 50.0% ± 10.0%)"]}),
 ], ids=["share-at-min", "flags-and-two-entries", "one-byte", "wrong-nodes", "local-asks-local",
-        "interleave-empty-node", "interleave-at-tolerance", "interleave-one-node", "four-decimals"])
+        "interleave-empty-node", "interleave-at-tolerance", "interleave-one-node", "four-decimals",
+        "off-nodes-and-uneven"])
 def test_memory_variants(name, data, policies, placement, thresholds, verdict, extra):
     m = with_steady(name, data, policies, placement=placement, thresholds=thresholds)
     total = sum(data.values())
