@@ -39,3 +39,9 @@ def test_data_pages_are_summed_per_node_over_mappings():
     assert s["data_bytes"] == {0: 12 * 4096, 1: 4096}
     assert s["total_bytes"] == {0: 21 * 4096, 1: 4096}
     assert s["policies"] == {"default": 13 * 4096}
+
+
+def test_file_mapping_without_pages_keeps_its_whole_path():
+    """Such a line ends with the path: only the newline is cut, whatever the path ends with."""
+    m = parse_line("7f2a10000000 default file=/opt/app/lib/libMAX\n")
+    assert (m.kind, m.path, m.pages) == ("file", "/opt/app/lib/libMAX", {})
