@@ -157,3 +157,105 @@ def test_misspelt_placement_key_is_refused_by_name(platforms, placement, key):
         Study(study, "s.yaml", "config")
     assert str(e.value) == (f"s.yaml: experiments[0].placements[0]: unknown key: Additional properties "
                             f"are not allowed ('{key}' was unexpected)")
+
+
+# Every refusal of the placement language, word for word: file, entry, problem.
+@pytest.mark.parametrize("plat, exp, defaults, error", [
+    ("x4600", {"placements": [{"cpus": "0-1,40"}]}, {},
+     "experiments[0].placements[0].cpus: CPU 40 is not in platform x4600 (CPUs 0-15)"),
+    ("x4600", {"placements": [{"cpus": "3-1"}]}, {},
+     "experiments[0].placements[0].cpus: descending range '3-1' in '3-1'"),
+    ("x4600", {"placements": [{"layout": "2/0", "nodes": [0, 1]}]}, {},
+     "experiments[0].placements[0].layout: '2/0': every node needs at least one thread"),
+    ("x4600", {"placements": [{"layout": "3/3"}]}, {},
+     "experiments[0].placements[0]: layout '3/3' fits on no choice of nodes of platform x4600"),
+    ("x4600", {"placements": [{"layout": "2/2", "id": "pair"}]}, {},
+     "experiments[0].placements[0].id: an explicit id needs a single placement, but nodes: all-choices gives 28"),
+    ("nehalem", {"placements": [{"layout": "3/1", "id": "two-ways"}]}, {},
+     "experiments[0].placements[0].id: an explicit id needs a single placement, but nodes: all-choices gives 2"),
+    ("x4600", {"placements": [{"layout": "2/2", "nodes": [0, 0]}]}, {},
+     "experiments[0].placements[0].nodes: a node appears twice"),
+    ("x4600", {"placements": [{"layout": "2/2", "nodes": "3-2"}]}, {},
+     "experiments[0].placements[0].nodes: descending range '3-2' in '3-2'"),
+    ("x4600", {"placements": [{"layout": "2/2/2", "nodes": "2-3"}]}, {},
+     "experiments[0].placements[0]: layout '2/2/2' has 3 entries but nodes has 2"),
+    ("x4600", {"placements": [{"layout": "2/3", "nodes": "2-3"}]}, {},
+     "experiments[0].placements[0].layout: layout asks for 3 threads on node 3, which has 2 CPUs"),
+    ("x4600", {"placements": [{"layout": "2/2", "nodes": [2, 9]}]}, {},
+     "experiments[0].placements[0].layout: node 9 is not in platform x4600 (nodes 0-7)"),
+    ("x4600", {"placements": [{"compact": [2, 4], "id": "c"}]}, {},
+     "experiments[0].placements[0].id: an explicit id needs a single placement, but compact lists 2 thread counts"),
+    ("x4600", {"placements": [{"spread": [20]}]}, {},
+     "experiments[0].placements[0].spread: 20 threads but platform x4600 has 16 CPUs"),
+    ("x4600", {"placements": [{"spread": [3], "threads": 4}]}, {},
+     "experiments[0].placements[0]: spread 3 places 3 threads, but threads: 4"),
+    ("x4600", {"placements": [{"cpus": "0-1", "id": "two"}], "memory": ["local", {"membind": [0]}]}, {},
+     "experiments[0].placements[0].id: an explicit id needs a single placement, but the experiment lists "
+     "several memory policies or bindings"),
+    ("x4600", {"placements": [{"cpus": "0-1", "id": "two"}], "binding": ["process", "threads"]}, {},
+     "experiments[0].placements[0].id: an explicit id needs a single placement, but the experiment lists "
+     "several memory policies or bindings"),
+    ("x4600", {"placements": [{"cpus": "0-1"}], "launcher": "numactl", "memory": [{"membind": [9]}]}, {},
+     "experiments[0].memory[0].membind: node 9 is not in platform x4600 (nodes 0-7)"),
+    ("x4600", {"placements": [{"cpus": "0-1"}], "launcher": "numactl", "memory": ["local", {"membind": "2-1"}]}, {},
+     "experiments[0].memory[1].membind: descending range '2-1' in '2-1'"),
+    ("x4600", {"placements": [{"cpus": "0-1"}], "launcher": "numactl"}, {"memory": [{"interleave": [7, 8]}]},
+     "memory.interleave: node 8 is not in platform x4600 (nodes 0-7)"),   # from the study's defaults
+], ids=["cpu-outside", "cpus-descending", "layout-zero", "layout-fits-nowhere", "id-all-choices", "id-two-choices",
+        "node-twice", "nodes-descending", "layout-vs-nodes", "layout-too-many", "layout-node-unknown",
+        "id-compact", "spread-too-many", "threads-crosscheck", "id-memories", "id-bindings",
+        "membind-unknown", "membind-descending", "default-memory-unknown"])
+def test_refusals_word_for_word(platforms, plat, exp, defaults, error):
+    with pytest.raises(ConfigError) as e:
+        expand(platforms[plat], exp, defaults)
+    assert str(e.value) == "study.yaml: " + error
+
+
+def test_memory_on_a_memoryless_node_is_refused(tmp_path):
+    f = tmp_path / "cpuonly.yaml"
+    f.write_text("name: cpuonly\nlauncher: numactl\nnodes:\n  - {id: 0, cpus: '0-1', memory_mb: 1024}\n"
+                 "  - {id: 1, cpus: '2-3', memory_mb: 0}\n  - {id: 2, cpus: '4-5', memory_mb: 1}\n")
+    topo = load_platform(f)
+    assert expand(topo, {"placements": [{"cpus": "0-1"}], "memory": [{"membind": [0, 2]}]})[0].memory.nodes == (0, 2)
+    with pytest.raises(ConfigError) as e:
+        expand(topo, {"placements": [{"cpus": "0-1"}], "memory": [{"interleave": "0-1"}]})
+    assert str(e.value) == "study.yaml: experiments[0].memory[0].interleave: node 1 of platform cpuonly has no memory"
+
+
+# spec → (id, shape, cpus) of every placement, in order; ids name CPUs, memory, binding, launcher
+@pytest.mark.parametrize("plat, exp, defaults, want", [
+    ("nehalem", {"placements": [{"layout": "4/4", "id": "full"}]}, {}, [("full", "4/4 on 0,1", "0-7")]),
+    ("nehalem", {"placements": [{"layout": "2/2"}]}, {}, [("c0-1.4-5_loc_p_ts", "2/2 on 0,1", "0-1,4-5")]),
+    ("nehalem", {"placements": [{"layout": "3/1", "nodes": "all-choices"}]}, {},
+     [("c0.4-6_loc_p_ts", "1/3 on 0,1", "0,4-6"), ("c0-2.4_loc_p_ts", "3/1 on 0,1", "0-2,4")]),
+    ("x4600", {"placements": [{"layout": "2/2", "nodes": "2-3", "id": "mid"}]}, {}, [("mid", "2/2 on 2-3", "4-7")]),
+    ("x4600", {"placements": [{"layout": "1/2", "nodes": [2, 5]}]}, {}, [("c4.10-11_loc_p_ts", "1/2 on 2,5", "4,10-11")]),
+    ("x4600", {"placements": [{"compact": [2], "id": "c2"}]}, {}, [("c2", "compact 2", "0-1")]),
+    ("x4600", {"placements": [{"spread": [3], "id": "s3"}]}, {}, [("s3", "spread 3", "0,2,4")]),
+    ("x4600", {"placements": [{"cpus": "0-1,8", "id": "mine"}], "launcher": "numactl",
+               "memory": [{"membind": "0-1"}]}, {}, [("mine", "cpus 0-1,8", "0-1,8")]),
+    ("x4600", {"placements": [{"cpus": "0-1,8"}], "launcher": "numactl"},
+     {"memory": [{"interleave": "0-1"}, {"preferred": 4}], "binding": "threads"},
+     [("c0-1.8_il0-1_t_nc", "cpus 0-1,8", "0-1,8"), ("c0-1.8_pr4_t_nc", "cpus 0-1,8", "0-1,8")]),
+    ("x4600", {"placements": [{"cpus": "4"}], "launcher": "numactl", "memory": [{"membind": [1, 3, 5]}],
+               "binding": ["process", "threads"]}, {},
+     [("c4_mb1.3.5_p_nc", "cpus 4", "4"), ("c4_mb1.3.5_t_nc", "cpus 4", "4")]),
+    ("magny-cours", {"placements": [{"cpus": "0-1"}]}, {}, [("c0-1_loc_t_ap", "cpus 0-1", "0-1")]),
+    ("nehalem", {"placements": [{"cpus": "0-1"}], "launcher": "omp"}, {}, [("c0-1_loc_t_omp", "cpus 0-1", "0-1")]),
+    ("nehalem", {"placements": [{"cpus": "0-1"}], "launcher": "taskset"}, {"launcher": "numactl"},
+     [("c0-1_loc_p_ts", "cpus 0-1", "0-1")]),
+    ("nehalem", {"placements": [{"cpus": "0-1"}]}, {"launcher": "numactl"}, [("c0-1_loc_p_nc", "cpus 0-1", "0-1")]),
+], ids=["all-choices-one-with-id", "nodes-default-all-choices", "orders", "nodes-string-id", "nodes-list",
+        "compact-id", "spread-id", "cpus-id", "default-memories", "membind-bindings", "aprun-default",
+        "omp", "experiment-launcher-wins", "default-launcher"])
+def test_ids_shapes_cpus(platforms, plat, exp, defaults, want):
+    assert [(p.id, p.shape, p.cpulist) for p in expand(platforms[plat], exp, defaults)] == want
+
+
+def test_placement_record_fields(platforms):
+    (p,) = expand(platforms["x4600"], {"launcher": "numactl", "placements": [{"layout": "1/2", "nodes": [2, 5]}],
+                                       "memory": [{"interleave": [2, 5]}], "binding": ["threads"]})
+    assert p.to_dict() == {"id": "c4.10-11_il2.5_t_nc", "shape": "1/2 on 2,5", "cpus": "4,10-11", "threads": 3,
+                           "nodes": "2,5", "layout": "1/2 on 2,5", "memory": "interleave", "memory_nodes": "2,5",
+                           "binding": "threads", "launcher": "numactl"}
+    assert p.label == "1/2 on 2,5 · interleave 2,5 · pinned threads"

@@ -61,7 +61,6 @@ def _threads(rec, cpus):
     if not threads:
         return {"verdict": "unknown", "reason": "no thread samples (thread capture off or the run "
                                                 "ended before the first sample)"}
-    allowed_cpus = set(cpus)
     pinned = p["binding"] == "threads"
     team = caps.get("team") or len(threads)
     out = {"threads_expected": expected, "threads_seen": len(threads), "team": team}
@@ -70,53 +69,12 @@ def _threads(rec, cpus):
     if npb_threads is not None and int(npb_threads) != expected:
         reasons.append(f"NPB ran {npb_threads} threads, the placement has {expected}")
         out["npb_threads"] = npb_threads
-    outside, mask_outside, unbound, before_binding, bound_to = {}, {}, {}, {}, {}
-    for tid, t in threads.items():
-        by_mask = t.get("by_allowed") or {t.get("allowed") or "": t["cpus"]}
-        if pinned:
-            final = t.get("allowed") or ""
-            judged = {final: by_mask.get(final, t["cpus"])}
-            skipped = sum(n for m, c in by_mask.items() if m != final for n in c.values())
-            if skipped:
-                before_binding[tid] = skipped
-        else:
-            judged = by_mask
-        for mask, cpu_counts in judged.items():
-            seen = {int(c) for c in cpu_counts}
-            if seen - allowed_cpus:
-                outside[tid] = sorted(set(outside.get(tid, [])) | (seen - allowed_cpus))
-            m = set(parse_cpulist(mask)) if mask else None
-            if m is not None and m - allowed_cpus:
-                mask_outside[tid] = mask
-            if pinned:
-                if m is None or len(m) != 1:
-                    unbound[tid] = mask or "?"
-                else:
-                    bound_to[tid] = next(iter(m))
-    if outside:
-        out["outside_cpus"] = outside
-        reasons.append("threads ran outside CPUs " + format_cpulist(cpus) + ": " +
-                       ", ".join(f"tid {t} on {format_cpulist(c)}" for t, c in outside.items()))
-    if mask_outside:
-        out["mask_outside"] = mask_outside
-        reasons.append("threads allowed outside CPUs " + format_cpulist(cpus) + ": " +
-                       ", ".join(f"tid {t} mask {m}" for t, m in mask_outside.items()))
-    if unbound:
-        out["unbound"] = unbound
-        reasons.append("threads not bound to one CPU: " +
-                       ", ".join(f"tid {t} mask {m}" for t, m in unbound.items()))
-    by_cpu = {}
-    for tid, c in bound_to.items():
-        by_cpu.setdefault(c, []).append(tid)
-    sharing = {str(c): tids for c, tids in sorted(by_cpu.items()) if len(tids) > 1}
-    if sharing:
-        out["sharing_cpu"] = sharing
-        reasons.append("threads bound to the same CPU: " +
-                       "; ".join(f"CPU {c}: tids {', '.join(t)}" for c, t in sharing.items()))
+    seen = _observe_threads(threads, set(cpus), pinned)
+    reasons += _thread_findings(seen, cpus, out)
     if pinned:
-        out["bound_to"] = {t: c for t, c in sorted(bound_to.items())}
-    if before_binding:
-        out["samples_before_binding"] = before_binding
+        out["bound_to"] = {t: c for t, c in sorted(seen["bound_to"].items())}
+    if seen["before_binding"]:
+        out["samples_before_binding"] = seen["before_binding"]
     if reasons:
         out["verdict"], out["reasons"] = "drift", reasons
     elif team < expected:
@@ -128,30 +86,71 @@ def _threads(rec, cpus):
     return out
 
 
+def _observe_threads(threads, allowed_cpus, pinned):
+    """Per thread: CPUs it ran on outside the placement, a mask reaching outside it, and
+    with per-thread binding the CPU it is bound to (or its mask when it is not bound to
+    one), and how many samples came before libgomp bound it."""
+    seen = {"outside": {}, "mask_outside": {}, "unbound": {}, "before_binding": {}, "bound_to": {}}
+    for tid, t in threads.items():
+        by_mask = t.get("by_allowed") or {t.get("allowed") or "": t["cpus"]}
+        if pinned:
+            final = t.get("allowed") or ""
+            judged = {final: by_mask.get(final, t["cpus"])}
+            skipped = sum(n for m, c in by_mask.items() if m != final for n in c.values())
+            if skipped:
+                seen["before_binding"][tid] = skipped
+        else:
+            judged = by_mask
+        for mask, cpu_counts in judged.items():
+            ran_on = {int(c) for c in cpu_counts}
+            if ran_on - allowed_cpus:
+                seen["outside"][tid] = sorted(set(seen["outside"].get(tid, [])) | (ran_on - allowed_cpus))
+            m = set(parse_cpulist(mask)) if mask else None
+            if m is not None and m - allowed_cpus:
+                seen["mask_outside"][tid] = mask
+            if pinned:
+                if m is None or len(m) != 1:
+                    seen["unbound"][tid] = mask or "?"
+                else:
+                    seen["bound_to"][tid] = next(iter(m))
+    return seen
+
+
+def _thread_findings(seen, cpus, out):
+    """What went wrong, into `out` (numbers) and as reasons (words)."""
+    reasons = []
+    if seen["outside"]:
+        out["outside_cpus"] = seen["outside"]
+        reasons.append("threads ran outside CPUs " + format_cpulist(cpus) + ": " +
+                       ", ".join(f"tid {t} on {format_cpulist(c)}" for t, c in seen["outside"].items()))
+    if seen["mask_outside"]:
+        out["mask_outside"] = seen["mask_outside"]
+        reasons.append("threads allowed outside CPUs " + format_cpulist(cpus) + ": " +
+                       ", ".join(f"tid {t} mask {m}" for t, m in seen["mask_outside"].items()))
+    if seen["unbound"]:
+        out["unbound"] = seen["unbound"]
+        reasons.append("threads not bound to one CPU: " +
+                       ", ".join(f"tid {t} mask {m}" for t, m in seen["unbound"].items()))
+    by_cpu = {}
+    for tid, c in seen["bound_to"].items():
+        by_cpu.setdefault(c, []).append(tid)
+    sharing = {str(c): tids for c, tids in sorted(by_cpu.items()) if len(tids) > 1}
+    if sharing:
+        out["sharing_cpu"] = sharing
+        reasons.append("threads bound to the same CPU: " +
+                       "; ".join(f"CPU {c}: tids {', '.join(t)}" for c, t in sharing.items()))
+    return reasons
+
+
 def _memory(rec, nodes_of_cpus, cfg):
     caps = rec.get("captures") or {}
     nm = caps.get("numa_maps") or {}
     p = rec["placement"]
-    expected = int(p["threads"])
-    peak = nm.get("peak")
-    judged, basis = (nm.get("steady"), "steady") if "steady" in nm else (peak, "peak")
-    if not peak:
-        errors = "; ".join(caps.get("errors") or [])
-        return {"verdict": "unknown", "reason": "no numa_maps sample" + (f" ({errors})" if errors else "")}
-    if not judged:
-        n = nm.get("samples", 0)
-        return {"verdict": "unknown", "reason": f"the footprint never settled while sampled "
-                f"({n} sample{'' if n == 1 else 's'}, peak {_mib(sum(peak['data_bytes'].values()))} "
-                f"at {peak['t']} s): the run is too short to judge"}
+    judged, basis, unknown = _judged_footprint(nm, caps, int(p["threads"]), cfg)
+    if unknown:
+        return {"verdict": "unknown", "reason": unknown}
     by_node = {int(n): b for n, b in judged["data_bytes"].items()}
     total = sum(by_node.values())
-    if total < max(cfg["memory_min_bytes"], 1):
-        return {"verdict": "unknown", "reason": f"only {total} bytes of data pages at the {basis} "
-                f"footprint (< memory_min_bytes {cfg['memory_min_bytes']}): too little to judge"}
-    team = judged.get("team")
-    if team is not None and team < expected:
-        return {"verdict": "unknown", "reason": f"the footprint settled at {_mib(total)} before the "
-                f"OpenMP team existed ({team} of {expected} threads)"}
     policy = p["memory"]
     if policy == "local":
         allowed = set(nodes_of_cpus)
@@ -164,6 +163,7 @@ def _memory(rec, nodes_of_cpus, cfg):
            "bytes": total, "bytes_per_node": {str(n): b for n, b in sorted(by_node.items())},
            "distribution": dist, "share_on_allowed": round(share, 4),
            "min_share": cfg["memory_share_min"]}
+    peak = nm["peak"]
     if peak is not judged and peak.get("data_bytes"):
         ptotal = sum(peak["data_bytes"].values())
         out["peak"] = {"t": peak.get("t"), "bytes": ptotal}
@@ -173,35 +173,69 @@ def _memory(rec, nodes_of_cpus, cfg):
                        f"{format_cpulist(allowed) or '-'} (min {_pct(cfg['memory_share_min'])}); "
                        f"per node {shown}")
     if policy == "interleave" and len(allowed) > 1:
-        even = 1 / len(allowed)
-        dev = max(abs(by_node.get(n, 0) / total - even) for n in allowed)
-        tol = cfg["interleave_tolerance"] + cfg["interleave_slack_bytes"] / total
-        out["interleave_max_deviation"] = round(dev, 4)
-        out["interleave_tolerance"] = round(tol, 4)
-        if dev > tol:
-            reasons.append(f"interleave over {len(allowed)} nodes is uneven: per node {shown} "
-                           f"(expected {_pct(even)} ± {_pct(tol)})")
-    policies = judged.get("policies")
-    if policies:
-        want = set(parse_cpulist(p["memory_nodes"])) if p.get("memory_nodes") else None
-        matching = 0
-        for text, b in policies.items():
-            mode, _, nodes = text.partition(":")
-            mode = mode.split("=")[0]
-            if mode in POLICY_MODES[policy] and (want is None or (nodes and set(parse_cpulist(nodes)) == want)):
-                matching += b
-        pshare = matching / max(sum(policies.values()), 1)
-        out["policies"] = policies
-        out["share_under_policy"] = round(pshare, 4)
-        if pshare < cfg["memory_share_min"]:
-            asked = policy + (f" {p['memory_nodes']}" if p.get("memory_nodes") else "")
-            seen = ", ".join(f"{k} ({_mib(v)})" for k, v in sorted(policies.items(), key=lambda kv: -kv[1]))
-            reasons.append(f"pages placed under policy {seen}, the placement asks for {asked}")
+        reasons += _interleave_evenness(by_node, total, allowed, shown, cfg, out)
+    if judged.get("policies"):
+        reasons += _policy_share(judged["policies"], p, cfg, out)
     if reasons:
         out["verdict"], out["reasons"] = "drift", reasons
     else:
         out["verdict"] = "ok"
     return out
+
+
+def _judged_footprint(nm, caps, expected, cfg):
+    """(the sample to judge, its name, None), or (None, None, why it cannot be judged)."""
+    peak = nm.get("peak")
+    judged, basis = (nm.get("steady"), "steady") if "steady" in nm else (peak, "peak")
+    if not peak:
+        errors = "; ".join(caps.get("errors") or [])
+        return None, None, "no numa_maps sample" + (f" ({errors})" if errors else "")
+    if not judged:
+        n = nm.get("samples", 0)
+        return None, None, (f"the footprint never settled while sampled "
+                            f"({n} sample{'' if n == 1 else 's'}, peak {_mib(sum(peak['data_bytes'].values()))} "
+                            f"at {peak['t']} s): the run is too short to judge")
+    total = sum(judged["data_bytes"].values())
+    if total < max(cfg["memory_min_bytes"], 1):
+        return None, None, (f"only {total} bytes of data pages at the {basis} "
+                            f"footprint (< memory_min_bytes {cfg['memory_min_bytes']}): too little to judge")
+    team = judged.get("team")
+    if team is not None and team < expected:
+        return None, None, (f"the footprint settled at {_mib(total)} before the "
+                            f"OpenMP team existed ({team} of {expected} threads)")
+    return judged, basis, None
+
+
+def _interleave_evenness(by_node, total, allowed, shown, cfg, out):
+    even = 1 / len(allowed)
+    dev = max(abs(by_node.get(n, 0) / total - even) for n in allowed)
+    tol = cfg["interleave_tolerance"] + cfg["interleave_slack_bytes"] / total
+    out["interleave_max_deviation"] = round(dev, 4)
+    out["interleave_tolerance"] = round(tol, 4)
+    if dev > tol:
+        return [f"interleave over {len(allowed)} nodes is uneven: per node {shown} "
+                f"(expected {_pct(even)} ± {_pct(tol)})"]
+    return []
+
+
+def _policy_share(policies, p, cfg, out):
+    """Share of the data bytes placed under the asked policy (mode and nodes as printed)."""
+    policy = p["memory"]
+    want = set(parse_cpulist(p["memory_nodes"])) if p.get("memory_nodes") else None
+    matching = 0
+    for text, b in policies.items():
+        mode, _, nodes = text.partition(":")
+        mode = mode.split("=")[0]
+        if mode in POLICY_MODES[policy] and (want is None or (nodes and set(parse_cpulist(nodes)) == want)):
+            matching += b
+    pshare = matching / max(sum(policies.values()), 1)
+    out["policies"] = policies
+    out["share_under_policy"] = round(pshare, 4)
+    if pshare < cfg["memory_share_min"]:
+        asked = policy + (f" {p['memory_nodes']}" if p.get("memory_nodes") else "")
+        seen = ", ".join(f"{k} ({_mib(v)})" for k, v in sorted(policies.items(), key=lambda kv: -kv[1]))
+        return [f"pages placed under policy {seen}, the placement asks for {asked}"]
+    return []
 
 
 def judge(rec, thresholds=None):

@@ -31,8 +31,7 @@ class Memory:
         if spec == "local":
             return cls("local")
         (policy, value), = spec.items()
-        nodes = value if isinstance(value, list) else (
-            [value] if isinstance(value, int) else parse_cpulist(value, where, f"{entry}.{policy}"))
+        nodes = parse_cpulist(value, where, f"{entry}.{policy}")   # a list, one node or "0-1,3"
         for n in nodes:
             if n not in topo.nodes:
                 raise ConfigError(where, f"{entry}.{policy}",

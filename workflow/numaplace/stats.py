@@ -15,14 +15,10 @@ EXACT_MWU_MAX = 200_000          # splits enumerated for the exact p-value; abov
 def summary_stats(times):
     """min, median, mean, max, sample std (ddof=1) and CV of the times (NaN where undefined)."""
     t = pd.Series(times, dtype=float).dropna()
-    n = len(t)
-    if n == 0:
-        return dict(time_min_s=np.nan, time_median_s=np.nan, time_mean_s=np.nan, time_max_s=np.nan,
-                    time_std_s=np.nan, time_cv=np.nan)
-    mean = t.mean()
-    std = t.std(ddof=1) if n > 1 else np.nan
+    # pandas gives NaN for every statistic of no times and for the std of one time
+    mean, std = t.mean(), t.std(ddof=1)
     return dict(time_min_s=t.min(), time_median_s=t.median(), time_mean_s=mean, time_max_s=t.max(),
-                time_std_s=std, time_cv=(std / mean) if n > 1 and mean > 0 else np.nan)
+                time_std_s=std, time_cv=std / mean if mean > 0 else np.nan)
 
 
 def mann_whitney_p(a, b):

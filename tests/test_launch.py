@@ -1,0 +1,95 @@
+"""Launchers as a specification: for each launcher and memory policy, the exact argv, the
+exact environment, the probe command, and the exact reason a placement is out of reach.
+Placements come from the reference platforms' files (config/platforms/)."""
+import pytest
+
+from numaplace import ConfigError
+from numaplace.launch import LAUNCHERS, command
+from numaplace.placement import expand_experiment
+from numaplace.topology import load_platform
+
+
+@pytest.fixture(scope="module")
+def platforms(repo):
+    return {n: load_platform(repo / "config" / "platforms" / f"{n}.yaml")
+            for n in ("x4600", "magny-cours", "nehalem")}
+
+
+def one(topo, launcher, cpus, memory="local", binding=None):
+    exp = {"name": "t", "launcher": launcher, "placements": [{"cpus": cpus}], "memory": [memory]}
+    if binding:
+        exp["binding"] = [binding]
+    (p,) = expand_experiment(exp, {}, topo, "s.yaml", "experiments[0]")
+    return p
+
+
+PLACES_4_7 = {"OMP_NUM_THREADS": "4", "OMP_PLACES": "{4},{5},{6},{7}", "OMP_PROC_BIND": "true"}
+
+
+# platform, launcher, cpus, memory, binding → argv, env, probe
+@pytest.mark.parametrize("plat, launcher, cpus, memory, binding, argv, env, probe", [
+    ("x4600", "taskset", "4-7", "local", "process",
+     ["taskset", "-c", "4-7", "./cg.B.x"], {"OMP_NUM_THREADS": "4"}, ["taskset", "-c", "4-7", "true"]),
+    ("x4600", "taskset", "4-7", "local", "threads",
+     ["taskset", "-c", "4-7", "./cg.B.x"], PLACES_4_7, ["taskset", "-c", "4-7", "true"]),
+    ("x4600", "numactl", "0-1,8", "local", "process",
+     ["numactl", "--physcpubind=0-1,8", "--localalloc", "./cg.B.x"], {"OMP_NUM_THREADS": "3"},
+     ["numactl", "--physcpubind=0-1,8", "--localalloc", "true"]),
+    ("x4600", "numactl", "0-3", {"interleave": [2, 3, 5]}, "process",
+     ["numactl", "--physcpubind=0-3", "--interleave=2-3,5", "./cg.B.x"], {"OMP_NUM_THREADS": "4"},
+     ["numactl", "--physcpubind=0-3", "--interleave=2-3,5", "true"]),
+    ("x4600", "numactl", "0-3", {"membind": "1,3"}, "process",
+     ["numactl", "--physcpubind=0-3", "--membind=1,3", "./cg.B.x"], {"OMP_NUM_THREADS": "4"},
+     ["numactl", "--physcpubind=0-3", "--membind=1,3", "true"]),
+    ("x4600", "numactl", "4-7", {"preferred": 6}, "threads",
+     ["numactl", "--physcpubind=4-7", "--preferred=6", "./cg.B.x"], PLACES_4_7,
+     ["numactl", "--physcpubind=4-7", "--preferred=6", "true"]),
+    ("magny-cours", "aprun", "0-1,6-7", "local", "threads",
+     ["aprun", "-n", "1", "-d", "4", "-cc", "0,1,6,7", "./cg.B.x"], {"OMP_NUM_THREADS": "4"}, None),
+    ("nehalem", "omp", "1,5", "local", "threads",
+     ["./cg.B.x"], {"OMP_NUM_THREADS": "2", "OMP_PLACES": "{1},{5}", "OMP_PROC_BIND": "true"}, None),
+], ids=["taskset", "taskset-threads", "numactl-local", "numactl-interleave", "numactl-membind",
+        "numactl-preferred-threads", "aprun", "omp"])
+def test_argv_env_probe(platforms, plat, launcher, cpus, memory, binding, argv, env, probe):
+    p = one(platforms[plat], launcher, cpus, memory, binding)
+    assert command(p, "./cg.B.x") == (argv, env)
+    assert LAUNCHERS[launcher].probe(p) == probe
+
+
+@pytest.mark.parametrize("launcher, default", [("taskset", "process"), ("numactl", "process"),
+                                               ("aprun", "threads"), ("omp", "threads")])
+def test_default_binding(platforms, launcher, default):
+    assert one(platforms["x4600"], launcher, "0-1").binding == default
+
+
+NO_POLICY = {"taskset": "taskset sets only the CPU mask; use numactl for a memory policy",
+             "aprun": "aprun has no interleave/membind/preferred control (only first touch)",
+             "omp": "OpenMP environment variables cannot set a memory policy; use numactl"}
+PROCESS = {"aprun": "aprun -cc binds every thread to one CPU of the list: use binding threads",
+           "omp": "without a launcher only per-thread binding (OMP_PLACES) restricts the CPUs"}
+
+
+@pytest.mark.parametrize("launcher, memory, binding, label, problem", [
+    *[(ln, pol, "threads", f"cpus 0-3 · {name} 1 · pinned threads", NO_POLICY[ln])
+      for ln in NO_POLICY for pol, name in (({"membind": [1]}, "membind"), ({"interleave": [1]}, "interleave"),
+                                            ({"preferred": [1]}, "preferred"))],
+    *[(ln, "local", "process", "cpus 0-3", PROCESS[ln]) for ln in PROCESS],
+    ("numactl", {"preferred": [0, 1]}, "process", "cpus 0-3 · preferred 0-1",
+     "numactl --preferred takes exactly one node"),
+])
+def test_cannot_express(platforms, launcher, memory, binding, label, problem):
+    with pytest.raises(ConfigError) as e:
+        one(platforms["x4600"], launcher, "0-3", memory, binding)
+    assert str(e.value) == (f"s.yaml: experiments[0].placements[0]: launcher {launcher} cannot express "
+                            f"{label}: {problem}")
+
+
+@pytest.mark.parametrize("launcher, memory, binding", [
+    ("taskset", "local", "process"), ("taskset", "local", "threads"),
+    ("numactl", {"membind": [0, 1]}, "process"), ("numactl", {"interleave": [0, 1]}, "threads"),
+    ("numactl", {"preferred": [1]}, "process"),
+    ("aprun", "local", "threads"), ("omp", "local", "threads"),
+])
+def test_can_express(platforms, launcher, memory, binding):
+    p = one(platforms["x4600"], launcher, "0-3", memory, binding)
+    assert LAUNCHERS[launcher].cannot_express(p) is None

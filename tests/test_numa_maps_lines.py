@@ -1,0 +1,47 @@
+"""numa_maps lines as the kernel writes them, read field by field: the newline a reader keeps,
+a mapping without resident pages, the errors' words, data pages summed per node."""
+import pytest
+
+from numaplace.numa_maps import parse, parse_line, summarize
+
+
+def test_line_with_its_newline():
+    """Lines read from the file keep their newline: the last field (here N1=) still counts."""
+    m = parse_line("7f00 bind:1 anon=3 dirty=3 kernelpagesize_kB=2048 N1=3\n")
+    assert (m.start, m.policy, m.policy_nodes, m.page_kb, m.pages, m.counters) == \
+        ("7f00", "bind", "1", 2048, {1: 3}, {"anon": 3, "dirty": 3})
+    m = parse_line("7f00 default anon=3 N1=3 kernelpagesize_kB=64\n")
+    assert m.page_kb == 64 and m.bytes_per_node == {1: 3 * 64 * 1024}
+
+
+def test_mapping_without_resident_pages():
+    m = parse_line("7ffc1d5e4000 default stack")
+    assert (m.start, m.kind, m.page_kb, m.pages, m.n_pages, m.bytes_per_node) == \
+        ("7ffc1d5e4000", "stack", 4, {}, 0, {})
+
+
+@pytest.mark.parametrize("line, message", [
+    ("   x", "malformed numa_maps line: '   x'"),
+    ("zz00 default anon=1", "malformed numa_maps line: 'zz00 default anon=1'"),
+    ("7f00 anon=1 N0=1", "no memory policy in numa_maps line: '7f00 anon=1 N0=1'"),
+])
+def test_errors_name_the_line(line, message):
+    with pytest.raises(ValueError) as e:
+        parse_line(line)
+    assert str(e.value) == message
+
+
+def test_data_pages_are_summed_per_node_over_mappings():
+    s = summarize(parse("1000 default heap anon=5 N0=5 N1=1 kernelpagesize_kB=4\n"
+                        "2000 default anon=7 N0=7 kernelpagesize_kB=4\n"
+                        "3000 default file=/lib/x.so mapped=9 N0=9 kernelpagesize_kB=4\n"))
+    assert s["data_pages"] == {0: 12, 1: 1}
+    assert s["data_bytes"] == {0: 12 * 4096, 1: 4096}
+    assert s["total_bytes"] == {0: 21 * 4096, 1: 4096}
+    assert s["policies"] == {"default": 13 * 4096}
+
+
+def test_file_mapping_without_pages_keeps_its_whole_path():
+    """Such a line ends with the path: only the newline is cut, whatever the path ends with."""
+    m = parse_line("7f2a10000000 default file=/opt/app/lib/libMAX\n")
+    assert (m.kind, m.path, m.pages) == ("file", "/opt/app/lib/libMAX", {})

@@ -1,0 +1,113 @@
+"""The statistics of the tables (numaplace.stats), on data where the wrong statistic shows:
+median ≠ mean, ties, one-run groups, empty groups, zero and sub-unit values."""
+import math
+
+import pytest
+
+from numaplace.stats import improvement, mann_whitney_p, summary_stats
+
+KEYS = ("time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s", "time_cv")
+NAN = float("nan")
+
+
+def same(got, want):
+    """Equal dicts, NaN equal to NaN (and None is not NaN)."""
+    assert list(got) == list(want)
+    for k, w in want.items():
+        g = got[k]
+        if isinstance(w, float) and math.isnan(w):
+            assert isinstance(g, float) and math.isnan(g), (k, g)
+        elif isinstance(w, float):
+            assert g == pytest.approx(w, rel=1e-12), (k, g, w)
+        else:
+            assert g == w and type(g) is type(w), (k, g, w)
+
+
+# times → min, median, mean, max, sample std (ddof=1), CV; stdev by hand:
+# [10, 10, 30]: mean 50/3, squares 2·(20/3)² + (40/3)² = 2400/9, /2 → √(1200/9) = 11.547
+@pytest.mark.parametrize("times, want", [
+    ([10, 10, 30], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3))),
+    ([30, 10, None, 10], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3))),
+    ([0.5, 0.7], (0.5, 0.6, 0.6, 0.7, math.sqrt(0.02), math.sqrt(0.02) / 0.6)),   # mean below 1
+    ([4.0, 6.0], (4, 5, 5, 6, math.sqrt(2), math.sqrt(2) / 5)),                  # two runs
+    ([7.25], (7.25, 7.25, 7.25, 7.25, NAN, NAN)),                                # one run: no spread
+    ([0.0, 0.0, 0.0], (0, 0, 0, 0, 0.0, NAN)),                                   # CV undefined at mean 0
+    ([], (NAN,) * 6),
+    ([None, None], (NAN,) * 6),
+], ids=["median<mean", "unordered+missing", "sub-unit", "two-runs", "one-run", "all-zero", "empty", "all-missing"])
+def test_summary_stats(times, want):
+    got = summary_stats(times)
+    same(got, dict(zip(KEYS, map(float, want))))
+    for k in KEYS:                      # floats even when every time is an integer
+        assert isinstance(got[k], float), k
+
+
+@pytest.mark.parametrize("a, b, p", [
+    ([1, 2, 3], [4, 5, 6], 2 / 20),
+    ([1], [2, 3], 2 / 3),               # one-run sample: 3 splits, U = 0 and U = 2 as extreme
+    ([1, 2], [3], 2 / 3),
+    ([1, 1, 2], [1, 2, 2], 1.0),        # mid-ranks: every split is as extreme or more
+    ([5, 5], [5, 5], 1.0),
+    # normal approximation (C(22, 11) > 200,000 splits), continuity 0.5, tie correction:
+    # a < b entirely: U = 0, σ² = 121/12·23, z = 60/σ
+    (list(range(1, 12)), list(range(12, 23)), 8.151536127743262e-05),
+    # ties 1×6, 2×10, 3×6: U1 = 6·3.5 + 5·11.5 − 66 = 12.5, Σ(t³−t) = 1410,
+    # σ² = 121/12·(23 − 1410/462), z = 47.5/σ
+    ([1] * 6 + [2] * 5, [2] * 5 + [3] * 6, 0.0008104477469793205),
+    # odd vs even: U1 = 55, |U − 60.5| = 5.5, z = 5/σ = 0.328 (p far from the tail)
+    (list(range(1, 23, 2)), list(range(2, 23, 2)), 0.7426659029196823),
+    ([3.0] * 11, [3.0] * 11, 1.0),      # every value tied: no variance, no evidence
+], ids=["disjoint3", "1vs2", "2vs1", "ties-small", "all-tied-small", "normal-disjoint", "normal-ties",
+        "normal-null", "normal-all-tied"])
+def test_mann_whitney_p(a, b, p):
+    assert mann_whitney_p(a, b) == pytest.approx(p, rel=1e-9)
+    assert mann_whitney_p(b, a) == pytest.approx(p, rel=1e-9)      # two-sided: symmetric
+
+
+@pytest.mark.parametrize("a, b", [([], [1.0]), ([1.0, 2.0], []), ([], [])])
+def test_mann_whitney_p_of_an_empty_sample_is_nan(a, b):
+    assert math.isnan(mann_whitney_p(a, b))
+
+
+def group(mops, time):
+    return {"mops_median": mops, "time_median_s": time}
+
+
+# best, worst → the cost of the wrong choice. By Mop/s when both have a positive Mop/s
+# (NPB's Mop/s comes from its full-precision timer), else by the printed time.
+@pytest.mark.parametrize("best, worst, want", [
+    (group(200.0, 1.0), group(150.0, 1.33), {"compared_by": "mops", "improvement_pct": 25.0,
+                                              "speedup": 4 / 3, "below_resolution": False}),
+    # two printed units (0.02 Mop/s) apart is resolved, one is not; 0.04 − 0.02 is exactly 0.02
+    (group(100.03, 5.0), group(100.0, 5.0), {"compared_by": "mops", "improvement_pct": 100 * 0.03 / 100.03,
+                                              "speedup": 100.03 / 100.0, "below_resolution": False}),
+    (group(0.04, 5.0), group(0.02, 5.0), {"compared_by": "mops", "improvement_pct": 50.0,
+                                           "speedup": 2.0, "below_resolution": False}),
+    (group(100.01, 5.0), group(100.0, 5.0), {"compared_by": "mops", "improvement_pct": 100 * 0.01 / 100.01,
+                                              "speedup": 100.01 / 100.0, "below_resolution": True}),
+    (group(0.5, 9.0), group(0.25, 18.0), {"compared_by": "mops", "improvement_pct": 50.0,
+                                           "speedup": 2.0, "below_resolution": False}),
+    # no usable Mop/s on one side → times: improvement 100·(w − b)/w, speedup w/b
+    (group(NAN, 2.0), group(150.0, 2.5), {"compared_by": "time", "improvement_pct": 20.0,
+                                           "speedup": 1.25, "below_resolution": False}),
+    (group(200.0, 2.0), group(NAN, 2.5), {"compared_by": "time", "improvement_pct": 20.0,
+                                           "speedup": 1.25, "below_resolution": False}),
+    (group(0.0, 2.0), group(5.0, 2.5), {"compared_by": "time", "improvement_pct": 20.0,
+                                         "speedup": 1.25, "below_resolution": False}),
+    (group(5.0, 2.0), group(0.0, 2.5), {"compared_by": "time", "improvement_pct": 20.0,
+                                         "speedup": 1.25, "below_resolution": False}),
+    # 0.02 s apart is resolved, 0.01 s is not (NPB prints two decimals); 0.04 − 0.02 is exactly 0.02
+    (group(NAN, 0.02), group(NAN, 0.04), {"compared_by": "time", "improvement_pct": 50.0,
+                                           "speedup": 2.0, "below_resolution": False}),
+    (group(NAN, 0.5), group(NAN, 0.52), {"compared_by": "time", "improvement_pct": 100 * 0.02 / 0.52,
+                                          "speedup": 0.52 / 0.5, "below_resolution": False}),
+    (group(NAN, 0.5), group(NAN, 0.51), {"compared_by": "time", "improvement_pct": 100 * 0.01 / 0.51,
+                                          "speedup": 0.51 / 0.5, "below_resolution": True}),
+    (group(NAN, 0.25), group(NAN, 0.75), {"compared_by": "time", "improvement_pct": 100 * 0.5 / 0.75,
+                                           "speedup": 3.0, "below_resolution": False}),
+    (group(NAN, 0.0), group(NAN, 0.0), {"compared_by": "time", "improvement_pct": NAN,
+                                         "speedup": NAN, "below_resolution": True}),
+], ids=["mops", "mops-3-units", "mops-exactly-2-units", "mops-1-unit", "mops-below-1", "best-mops-nan", "worst-mops-nan",
+        "best-mops-0", "worst-mops-0", "time-exactly-2-units", "time-2-units", "time-1-unit", "time-sub-second", "time-0"])
+def test_improvement(best, worst, want):
+    same(improvement(best, worst), want)
