@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -82,25 +80,33 @@ def running(pattern):
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
 
 
-def test_kill_9_of_snakemake_stops_the_benchmark_and_a_rerun_recovers(wf):
-    (wf / "k9.yaml").write_text(yaml.safe_dump(study("k9")))
-    binary, real = slow_binary(wf, 60)
+@contextmanager
+def a_run_in_progress(wf, name, seconds=60):
+    """Snakemake started on study `name`, its one run's benchmark surely executing (it
+    sleeps `seconds` first); yields (Snakemake's Popen, the run's folder, the binary)."""
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name)))
+    binary, real = slow_binary(wf, seconds)
     try:
-        p = start(wf, "k9.yaml")
-        rundir = wf / "results/k9/runs/cg.S.default.c0_loc_p_ts.r1"
+        p = start(wf, f"{name}.yaml")
+        rundir = wf / f"results/{name}/runs/cg.S.default.c0_loc_p_ts.r1"
         wait_for(rundir / "stdout")
         time.sleep(1.0)
+        yield p, rundir, binary
+    finally:
+        restore_binary(binary, real)
+
+
+def test_kill_9_of_snakemake_stops_the_benchmark_and_a_rerun_recovers(wf):
+    with a_run_in_progress(wf, "k9") as (p, rundir, binary):
         assert running(str(binary)), "the benchmark should be running"
         os.kill(p.pid, signal.SIGKILL)                   # Snakemake alone, no chance to clean up
         p.communicate(timeout=30)
         deadline = time.monotonic() + 10
-        while (running(str(binary)) or running("numaplace run")) and time.monotonic() < deadline:
+        while (running(str(binary)) or running("numaplace run --spec.*results/k9/")) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not running(str(binary)), "the benchmark outlived Snakemake"
-        assert not [pid for pid in running("numaplace run --spec") if "k9" in open(f"/proc/{pid}/cmdline").read()]
+        assert not [pid for pid in running("numaplace run --spec.*results/k9/")]
         assert not (rundir / "record.json").exists()
-    finally:
-        restore_binary(binary, real)
     run_snakemake(wf, "--cores", "1", "--unlock", "--configfile", "k9.yaml")
     run_snakemake(wf, "--cores", "1", "--configfile", "k9.yaml")
     rec = json.loads((rundir / "record.json").read_text())
@@ -185,18 +191,10 @@ def test_other_load_on_the_run_cpus_is_measured_and_flagged(npb_build, tmp_path)
 
 
 def test_kill_9_of_the_benchmark_is_a_failed_record(wf):
-    (wf / "kb.yaml").write_text(yaml.safe_dump(study("kb")))
-    binary, real = slow_binary(wf, 60)
-    try:
-        p = start(wf, "kb.yaml")
-        rundir = wf / "results/kb/runs/cg.S.default.c0_loc_p_ts.r1"
-        wait_for(rundir / "stdout")
-        time.sleep(1.0)
+    with a_run_in_progress(wf, "kb") as (p, rundir, binary):
         for pid in running(str(binary)):
             os.kill(int(pid), signal.SIGKILL)
-        out, _ = p.communicate(timeout=120)
-    finally:
-        restore_binary(binary, real)
+        p.communicate(timeout=120)
     rec = json.loads((rundir / "record.json").read_text())
     assert rec["status"] == "failed" and rec["exit_status"] == -9, rec["reason"]
 
