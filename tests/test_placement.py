@@ -1,5 +1,6 @@
 """The placement language on the reference study's three platforms."""
 import pytest
+from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.launch import command
@@ -259,3 +260,13 @@ def test_placement_record_fields(platforms):
                            "nodes": "2,5", "layout": "1/2 on 2,5", "memory": "interleave", "memory_nodes": "2,5",
                            "binding": "threads", "launcher": "numactl"}
     assert p.label == "1/2 on 2,5 · interleave 2,5 · pinned threads"
+
+
+def test_layout_on_nodes_out_of_order_keeps_counts_with_their_nodes():
+    """layout 1/2 on nodes [5, 2]: node 5 gets 1 thread, node 2 gets 2; the shape says so."""
+    from numaplace.placement import expand_spec
+    from numaplace.topology import load_platform
+    topo = load_platform(Path(__file__).parents[1] / "config" / "platforms" / "x4600.yaml")
+    (cpus, shape, _), = expand_spec({"layout": "1/2", "nodes": [5, 2]}, topo, "s.yaml", "e")
+    assert shape == "2/1 on 2,5"
+    assert sorted(topo.node_of(c) for c in cpus) == [2, 2, 5]

@@ -6,7 +6,8 @@ rather than built, so a study asking for a billion runs is refused in millisecon
 from __future__ import annotations
 
 from . import ConfigError, limits as limits_mod
-from .placement import count_choices
+from . import memory_specs
+from .placement import MEMORY_SPECS, count_choices
 from .topology import check_cpulist_text
 
 # keys that only mean something with a given way of writing a placement
@@ -56,6 +57,8 @@ def _experiment_runs(exp, c, topo, where, entry, limits):
 def _spec_placements(spec, topo, where, entry, limits):
     """How many placements one spec gives (an upper bound for all-choices), refusing
     contradictions and sizes above the limits on the way."""
+    if MEMORY_SPECS & set(spec):            # the memory micro-benchmarks' sweeps and matrices
+        return memory_specs.count(spec, topo, where, entry)
     form = next(k for k in ("cpus", "layout", "compact", "spread") if k in spec)
     for key, needs in ONLY_WITH.items():
         if key in spec and form != needs:

@@ -97,6 +97,21 @@ def matrix(spec, topo, where, entry):
     return out
 
 
+def count(spec, topo, where, entry):
+    """How many cells a spec gives, counted before any is made (planning stays bounded
+    on a platform of thousands of CPUs: a sweep of all × all is their square)."""
+    if "sweep" in spec:
+        s, e = spec["sweep"], entry + ".sweep"
+        memory = len(_cpus(s["memory_cpu"], topo, where, e + ".memory_cpu"))
+        readers = 1 if s.get("readers") == "self" else len(_cpus(s.get("readers", "all"), topo, where, e + ".readers"))
+        return memory * readers
+    if "contention" in spec:
+        return len(spec["contention"]["threads"])
+    m, e = spec["matrix"], entry + ".matrix"
+    return len(_nodes(m.get("readers", "all"), topo, where, e + ".readers")) * \
+        len(_nodes(m.get("memory", "all"), topo, where, e + ".memory"))
+
+
 def expand(spec, topo, where, entry):
     if "sweep" in spec:
         return sweep(spec["sweep"], topo, where, entry + ".sweep")

@@ -236,7 +236,12 @@ def expand_spec(spec, topo, where, entry):
             if len(set(nodes)) != len(nodes):
                 raise ConfigError(where, entry + ".nodes", "a node appears twice")
             cpus = _layout_cpus(counts, nodes, topo, where, entry + ".layout")
-            out.append((cpus, f"{spec['layout']} on {format_cpulist(nodes)}", spec.get("id")))
+            if nodes != sorted(nodes):    # the shape names nodes ascending: counts follow them
+                pairs = sorted(zip(nodes, counts))
+                shape = f"{'/'.join(str(k) for _, k in pairs)} on {','.join(str(n) for n, _ in pairs)}"
+            else:
+                shape = f"{spec['layout']} on {format_cpulist(nodes)}"
+            out.append((cpus, shape, spec.get("id")))
     else:
         kind = "compact" if "compact" in spec else "spread"
         gen = compact if kind == "compact" else spread

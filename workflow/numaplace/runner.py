@@ -27,6 +27,7 @@ from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
 from .pages_over_time import pages_over_time
 from .placement import Placement
+from .schema import defaults
 from .records import KEPT, VERSION as RECORD_VERSION, kind_facts, write_record
 from .topology import from_sysfs
 
@@ -47,7 +48,7 @@ def host_facts():
 def effective_timeout(runcfg, environ=os.environ):
     """The study's per-run timeout, cut short inside a batch job so that the runner, not
     the scheduler, ends a hung run (and records it) before the walltime runs out."""
-    timeout = runcfg.get("timeout", 3600)
+    timeout = {**defaults("run"), **runcfg}["timeout"]
     walltime = environ.get("NUMAPLACE_WALLTIME_MIN")
     if walltime and any(k in environ for k in ("SLURM_JOB_ID", "PBS_JOBID")):
         timeout = min(timeout, max(30, 60 * float(walltime) - 150))
@@ -138,7 +139,8 @@ class _Run:
         self.kind = kind(spec["bench"])
         self.placement = Placement.from_dict(spec["placement"])
         self.launcher = LAUNCHERS[self.placement.launcher]
-        self.capture, self.runcfg = spec.get("capture", {}), spec.get("run", {})
+        self.capture = {**defaults("capture"), **spec.get("capture", {})}
+        self.runcfg = {**defaults("run"), **spec.get("run", {})}
         self.argv = [str(self.binary) if a == "BINARY" else a for a in spec["argv"]]
         self.env = dict(spec["env"])
         self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
@@ -168,10 +170,10 @@ class _Run:
 
     def check_idle(self):
         """With idle_check refuse, a run on busy CPUs ends here (not-idle)."""
-        mode = self.runcfg.get("idle_check", "flag") if self.launcher.on_measured_node else "off"
+        mode = self.runcfg["idle_check"] if self.launcher.on_measured_node else "off"
         if mode != "off":
-            idle, evidence = idle_check(self.placement.cpus, self.runcfg.get("idle_busy_max", 0.15),
-                                        self.runcfg.get("idle_wait", 30), mode)
+            idle, evidence = idle_check(self.placement.cpus, self.runcfg["idle_busy_max"],
+                                        self.runcfg["idle_wait"], mode)
             self.rec["idle"] = {"idle": idle, **evidence}
             if not idle and mode == "refuse":
                 return self.finish("not-idle", f"CPUs busy before the run: {evidence['busy_cpus']}")
@@ -193,13 +195,12 @@ class _Run:
 
     def measure(self):
         cap, local = self.capture, self.launcher.on_measured_node
-        numastat = cap.get("numastat", True) and local
+        numastat = cap["numastat"] and local
         before = numastat_system() if numastat else None
         sampler = None
-        if local and (cap.get("numa_maps", True) or cap.get("threads", True)):
-            sampler = lambda pid: Sampler(pid, self.rundir, cap.get("interval_min", 0.005),  # noqa: E731
-                                          cap.get("interval_max", 5.0), cap.get("numa_maps", True),
-                                          cap.get("threads", True), cap.get("numastat", True),
+        if local and (cap["numa_maps"] or cap["threads"]):
+            sampler = lambda pid: Sampler(pid, self.rundir, cap["interval_min"], cap["interval_max"],  # noqa: E731
+                                          cap["numa_maps"], cap["threads"], cap["numastat"],
                                           exe=self.binary)
         rc, timed_out, sampler = self.launch(sampler)
         if numastat:

@@ -156,3 +156,11 @@ def validate_study(data, where):
 
 def validate_platform(data, where):
     return check(data, "platform", where)
+
+
+def defaults(section):
+    """The study schema's defaults for one section (run, capture, npb): the one place
+    they are written. Code that reads a section which may not have passed through the
+    schema (a run spec written by hand, build settings) starts from these."""
+    props = _schema("study")["properties"][section].get("properties", {})
+    return {k: v["default"] for k, v in props.items() if "default" in v and v["default"] is not None}
