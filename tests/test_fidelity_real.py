@@ -4,12 +4,12 @@ variants of them: one thing changed each, the verdict and its words pinned."""
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import pytest
 
 from numaplace.fidelity import DEFAULTS, judge
+from numaplace.records import read_record
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "vm" / "runs"
 SETTINGS = {"memory_share_min": 0.9, "interleave_tolerance": 0.1, "interleave_slack_bytes": 4194304,
@@ -17,7 +17,7 @@ SETTINGS = {"memory_share_min": 0.9, "interleave_tolerance": 0.1, "interleave_sl
 
 
 def load(name):
-    return json.loads((REAL / name / "record.json").read_text())
+    return read_record(REAL / name / "record.json")       # migrated to the current format
 
 
 PINNED = "cg.W.default.l11-n0n3.r1"        # 1/1 on nodes 0,3, pinned threads (CPUs 0 and 6), local
@@ -105,7 +105,7 @@ def bound(cpu, n=6):
 def test_pinned_thread_drift(threads, npb, reasons, extra):
     rec = pinned_with(**threads)
     if npb is not None:
-        rec["npb"]["threads"] = npb
+        rec["output"]["threads"] = npb
     th = judge(rec)["threads"]
     seen = len(rec["captures"]["threads"])
     early = {} if "221" in threads else {"samples_before_binding": {"221": 1}}   # the real master's

@@ -19,21 +19,8 @@ import yaml
 from numaplace.memory_tables import record_rows
 from numaplace.study import load_study_file
 
-from test_numa_vm import GUEST_SCRIPT, PLATFORM, REPO, _boot_failed, _skip_unless_numa_vm, _vm_opts
+from test_numa_vm import GUEST_SCRIPT, PLATFORM, REPO, _skip_unless_numa_vm, run_in_guest
 
-
-def run_in_guest(tool, shares, command, timeout, started):
-    """test_numa_vm's `numa-vm run`, plus PYTHONPATH = this venv's site-packages: since
-    record format v2, numaplace.records imports jsonschema and yaml at module level, and
-    the guest's python3 has neither (its wheel is unpacked without dependencies)."""
-    import subprocess
-    import sysconfig
-    site = sysconfig.get_paths()["purelib"]
-    p = subprocess.run([str(tool), "run", *_vm_opts(shares), "--env", f"PYTHONPATH={site}",
-                        "--timeout", str(timeout), "--timing", "--", *command], capture_output=True, text=True)
-    if p.returncode == 125 and not started.exists():
-        _boot_failed("run", p)
-    return p, {}
 
 SMALL = ["--reps", "1", "--min-time", "0.01"]
 STUDY = {
