@@ -32,7 +32,7 @@ TYPE_WORDS = {"integer": "a whole number", "number": "a number", "string": "text
               "null": "nothing"}
 NAME_RULE = "1-64 letters, digits, _ . -, not starting with . or -, without '..'"
 MEMORY_FORMS = "local, {interleave: nodes}, {membind: nodes} or {preferred: node}"
-PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread")
+PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "sweep", "matrix", "contention")
 
 
 @lru_cache(maxsize=None)
@@ -83,7 +83,7 @@ def _one_of_message(err):
     if all(list(b) == ["required"] for b in branches):
         given = [k for k in PLACEMENT_FORMS if isinstance(err.instance, dict) and k in err.instance]
         return (f"gives {', '.join(given)}: " if given else "") + \
-            "a placement gives exactly one of cpus, layout, compact or spread"
+            f"a placement gives exactly one of {', '.join(PLACEMENT_FORMS[:-1])} or {PLACEMENT_FORMS[-1]}"
     return None
 
 
