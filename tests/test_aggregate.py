@@ -60,6 +60,26 @@ def test_runs_table_pages_from_numa_maps(tables):
     assert pd.isna(pf["data_bytes"]) and pd.isna(pf["npb_time_s"])
 
 
+def without_summary_pages(src, dest):
+    """A copy of a run directory as a record written before the runner put data_pages
+    into the capture summary: its pages come from the numa_maps file."""
+    shutil.copytree(src, dest)
+    rec = json.loads((dest / "record.json").read_text())
+    for view in ("peak", "steady", "last"):
+        del rec["captures"]["numa_maps"][view]["data_pages"]
+    (dest / "record.json").write_text(json.dumps(rec))
+
+
+def test_pages_from_the_numa_maps_file_match_the_summary(tmp_path):
+    """The same hand-checked pages read from the run's numa_maps.peak.txt (the kernel's
+    lines, a hugetlb mapping among them) when the record has no data_pages."""
+    name = "cg.A.default.c0-3_loc_p_nc.r1"
+    without_summary_pages(FIXTURE / "runs" / name, tmp_path / "runs" / name)
+    r1 = build_tables(tmp_path)["runs"].iloc[0]
+    assert (r1["data_pages_node0"], r1["data_pages_node1"]) == (1002, 1203)
+    assert (r1["data_bytes_node0"], r1["data_bytes_node1"]) == (8290304, 4927488)
+
+
 def test_summary_statistics_by_hand(tables):
     s = tables["summary"]
     a = group(s, "default", 2, "2 on 0")                       # 10, 11, 12
@@ -206,14 +226,9 @@ def test_missing_capture_file_is_named(tmp_path):
     The runner now writes the pages into the capture summary (data_pages); this copy has
     them removed, as in a record written before that, whose pages come from the file."""
     src = FIXTURE / "runs" / "cg.A.default.c0-3_loc_p_nc.r1"
-    shutil.copytree(src, tmp_path / "runs" / src.name)
+    without_summary_pages(src, tmp_path / "runs" / src.name)
     for f in (tmp_path / "runs" / src.name).glob("numa_maps.*.txt"):
         f.unlink()
-    path = tmp_path / "runs" / src.name / "record.json"
-    rec = json.loads(path.read_text())
-    for view in ("peak", "steady", "last"):
-        del rec["captures"]["numa_maps"][view]["data_pages"]
-    path.write_text(json.dumps(rec))
     row = build_tables(tmp_path)["runs"].iloc[0]
     assert "capture file missing" in row["problems"] and str(tmp_path / "runs" / src.name) in row["problems"]
 
