@@ -53,9 +53,31 @@ def test_runs_table_pages_from_numa_maps(tables):
     assert (r1["data_bytes_node0"], r1["data_bytes_node1"]) == (8290304, 4927488)
     assert r1["data_pages"] == 2205
     f1 = runs.loc[("cg.A.default.c0-3_mb0_p_nc.r1", 1)]
-    assert pd.isna(f1["data_pages"]) and f1["data_bytes"] == 1048576   # no peak.txt
+    # 256 pages of 4 KiB, all on node 0 (membind 0): from the capture summary's data_pages
+    assert (f1["data_pages"], f1["data_bytes"]) == (256, 1048576)
+    assert (f1["data_pages_node0"], f1["data_pages_node1"]) == (256, 0)
     pf = runs.loc[("mg.A.default.c0-1_loc_p_nc.r1", 1)]
     assert pd.isna(pf["data_bytes"]) and pd.isna(pf["npb_time_s"])
+
+
+def without_summary_pages(src, dest):
+    """A copy of a run directory as a record written before the runner put data_pages
+    into the capture summary: its pages come from the numa_maps file."""
+    shutil.copytree(src, dest)
+    rec = json.loads((dest / "record.json").read_text())
+    for view in ("peak", "steady", "last"):
+        del rec["captures"]["numa_maps"][view]["data_pages"]
+    (dest / "record.json").write_text(json.dumps(rec))
+
+
+def test_pages_from_the_numa_maps_file_match_the_summary(tmp_path):
+    """The same hand-checked pages read from the run's numa_maps.peak.txt (the kernel's
+    lines, a hugetlb mapping among them) when the record has no data_pages."""
+    name = "cg.A.default.c0-3_loc_p_nc.r1"
+    without_summary_pages(FIXTURE / "runs" / name, tmp_path / "runs" / name)
+    r1 = build_tables(tmp_path)["runs"].iloc[0]
+    assert (r1["data_pages_node0"], r1["data_pages_node1"]) == (1002, 1203)
+    assert (r1["data_bytes_node0"], r1["data_bytes_node1"]) == (8290304, 4927488)
 
 
 def test_summary_statistics_by_hand(tables):
@@ -96,14 +118,17 @@ def test_best_worst_choice_and_noise(tables):
     bw = tables["best_worst"].set_index(["variant", "threads"])
     t2 = bw.loc[("default", 2)]
     assert t2["best_placement"] == "1/1 on 0,1" and t2["worst_placement"] == "2 on 1 · interleave 0-1"
-    assert t2["improvement_pct"] == pytest.approx(100 * (14 - 8.5) / 14)
-    assert t2["speedup"] == pytest.approx(14 / 8.5)
+    # from the median Mop/s as NPB prints them (2 decimals): 1000/14 → 71.43, 1000/8.5 → 117.65
+    assert t2["improvement_pct"] == pytest.approx(100 * (1 - 71.43 / 117.65))
+    assert t2["speedup"] == pytest.approx(117.65 / 71.43)
+    assert t2["improvement_pct"] == pytest.approx(100 * (14 - 8.5) / 14, abs=0.01)   # the times' answer
     assert t2["differs"] == "unknown"            # the worst has a single ok run
     assert bool(t2["rests_on_drift"]) is True and t2["worst_n_drift"] == 1
 
     t4 = bw.loc[("default", 4)]
     assert (t4["best_placement"], t4["worst_placement"]) == ("2/2 on 0,1", "2/2 on 0,1 · membind 0")
-    assert t4["improvement_pct"] == pytest.approx(100 * (6.5 - 5.1) / 6.5)
+    assert t4["improvement_pct"] == pytest.approx(100 * (1 - 153.85 / 196.08))   # 1000/6.5, 1000/5.1
+    assert t4["improvement_pct"] == pytest.approx(100 * (6.5 - 5.1) / 6.5, abs=0.01)
     assert t4["differs"] == "yes" and not t4["ranges_overlap"]          # [5.0, 5.2] vs [6, 7]
     assert t4["mwu_p"] == pytest.approx(0.1)     # 3 vs 3, fully separated: 2/20
     assert bool(t4["rests_on_drift"]) is False
@@ -197,10 +222,11 @@ def test_unreadable_record_is_named_not_skipped(tmp_path):
 
 
 def test_missing_capture_file_is_named(tmp_path):
-    """A record whose numa_maps file is gone keeps its row; the row says which file."""
-    src = next(p for p in (FIXTURE / "runs").iterdir()
-               if list(p.glob("numa_maps.*.txt")) and "data_pages" not in (p / "record.json").read_text())
-    shutil.copytree(src, tmp_path / "runs" / src.name)
+    """A record whose numa_maps file is gone keeps its row; the row says which file.
+    The runner now writes the pages into the capture summary (data_pages); this copy has
+    them removed, as in a record written before that, whose pages come from the file."""
+    src = FIXTURE / "runs" / "cg.A.default.c0-3_loc_p_nc.r1"
+    without_summary_pages(src, tmp_path / "runs" / src.name)
     for f in (tmp_path / "runs" / src.name).glob("numa_maps.*.txt"):
         f.unlink()
     row = build_tables(tmp_path)["runs"].iloc[0]

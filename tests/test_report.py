@@ -58,7 +58,7 @@ def fixture_report(tmp_path_factory):
     aggregate.write_tables(FIXTURE, tables_dir, FIXTURE / "plan.tsv")
     manifest = plots.make_figures(aggregate.read_tables(tables_dir), figures_dir)
     summary = out / "report" / "summary.md"
-    report.write_summary(tables_dir, figures_dir, summary, "fixture", "hand-made records",
+    report.write_summary(tables_dir, figures_dir, summary, "fixture", "copies of real records",
                          FIXTURE / "plan.tsv")
     return out, manifest, summary
 
@@ -108,7 +108,7 @@ def test_summary_md_from_fixture(fixture_report):
         assert rid in failed and f"| {status} |" in failed
     assert "set aside" in failed
     drift = text.split("## Placement fidelity drift")[1].split("##")[0]
-    # judged where the records are read (the stored verdict of this old-style record is not read)
+    # judged where the records are read, from the run's captures (records store no verdict)
     assert "cg.A.default.c2-3_il0-1_p_nc.r1" in drift and "threads ran outside CPUs 2-3" in drift
     assert "cg.A.default.c0.2_loc_p_nc.r5" in text.split("## Planned runs without a record")[1]
     links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
