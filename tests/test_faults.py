@@ -197,6 +197,7 @@ def test_kill_9_of_the_benchmark_is_a_failed_record(wf):
         p.communicate(timeout=120)
     rec = json.loads((rundir / "record.json").read_text())
     assert rec["status"] == "failed" and rec["exit_status"] == -9, rec["reason"]
+    assert rec["reason"].startswith("killed by SIGKILL"), rec["reason"]
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="mounting a small tmpfs needs root")

@@ -8,6 +8,7 @@ New kinds (the memory micro-benchmarks) register here with `register`.
 """
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 from . import membench_output, npb_output
@@ -44,7 +45,7 @@ class Kind:
         if output["complete"] and not output["verified"]:
             return "unverified", f"verification failed (exit status {exit_status})"
         if exit_status != 0:
-            return "failed", f"exit status {exit_status}"
+            return "failed", _ended(exit_status)
         if not output["complete"]:
             return "failed", f"no {self.title} report in stdout"
         return "ok", None
@@ -81,6 +82,16 @@ class NPBKernel(Kind):
 
     def estimate(self, cls):
         return self._cost[cls]
+
+
+def _ended(exit_status):
+    """'exit status 3', or 'killed by SIGSEGV' (Popen's negative status)."""
+    if exit_status < 0:
+        try:
+            return f"killed by {signal.Signals(-exit_status).name}"
+        except ValueError:
+            return f"killed by signal {-exit_status}"
+    return f"exit status {exit_status}"
 
 
 KINDS: dict[str, Kind] = {}
