@@ -197,3 +197,16 @@ def official_build(nasa_npb, tmp_path_factory):
         return built[key]
 
     return _build
+
+
+# -- the reference study's platforms, and one experiment expanded on them ---------------
+@pytest.fixture(scope="session")
+def platforms():
+    from numaplace.topology import load_platform
+    return {n: load_platform(REPO / "config" / "platforms" / f"{n}.yaml")
+            for n in ("x4600", "magny-cours", "nehalem")}
+
+
+def expand(topo, exp, defaults=None):
+    from numaplace.placement import expand_experiment
+    return expand_experiment({"name": "t", **exp}, defaults or {}, topo, "study.yaml", "experiments[0]")

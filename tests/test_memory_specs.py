@@ -7,21 +7,12 @@ import pytest
 from numaplace import ConfigError
 from numaplace.launch import command
 from numaplace.memory_specs import intended_memory_node
-from numaplace.placement import expand_experiment
 from numaplace.study import Study
-from numaplace.topology import load_platform
+from conftest import expand
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 
 
-@pytest.fixture(scope="module")
-def platforms(repo):
-    return {n: load_platform(repo / "config" / "platforms" / f"{n}.yaml")
-            for n in ("x4600", "magny-cours", "nehalem")}
-
-
-def expand(topo, exp, defaults=None):
-    return expand_experiment({"name": "t", **exp}, defaults or {}, topo, "study.yaml", "experiments[0]")
 
 
 def test_first_touch_matrix_every_cell_thread0_on_memory_node(platforms):

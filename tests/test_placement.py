@@ -4,18 +4,11 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.launch import command
-from numaplace.placement import expand_experiment, node_choices
+from numaplace.placement import node_choices
 from numaplace.topology import format_cpulist, load_platform, parse_cpulist
+from conftest import expand
 
 
-@pytest.fixture(scope="module")
-def platforms(repo):
-    return {n: load_platform(repo / "config" / "platforms" / f"{n}.yaml")
-            for n in ("x4600", "magny-cours", "nehalem")}
-
-
-def expand(topo, exp, defaults=None):
-    return expand_experiment({"name": "t", **exp}, defaults or {}, topo, "study.yaml", "experiments[0]")
 
 
 def cmd(p, binary="./cg.B.x"):

@@ -21,10 +21,8 @@ import shutil
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, SCRATCH  # noqa: E402
+from _common import REPO, SCRATCH  # the script's folder is on sys.path
 
 from numaplace import membench_output  # noqa: E402
 

@@ -14,8 +14,7 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from guest_runs import install_wheel, sh  # noqa: E402
+from guest_runs import install_wheel, sh  # the script's folder is on sys.path
 
 
 def main(wheel, name, outdir):
