@@ -265,3 +265,30 @@ def test_records_without_steady_sample_fall_back_to_peak():
     v = judge(rec)
     assert v["verdict"] == "ok" and v["memory"]["basis"] == "peak"
     assert rec == old                               # the record is not modified
+
+
+def _freed_tail(kind):
+    """A run whose buffer (64 MiB on node 2, the membind node) was freed before the end:
+    the last steady samples hold only the runtime's 1 MiB, mostly on the reader's node 0."""
+    rec = record(cpus="0-1", nodes="0", memory="membind", memory_nodes="2",
+                 data={2: 64 * MiB}, policies={"bind:2": 64 * MiB})
+    rec["bench"] = kind
+    tail = copy.deepcopy(rec["captures"]["numa_maps"]["peak"])
+    tail.update(t=9.0, data_bytes={"0": 120 * 1024, "2": 900 * 1024}, policies={"bind:2": 1020 * 1024})
+    rec["captures"]["numa_maps"]["steady"] = tail
+    rec["placement"]["threads"] = 2
+    rec["captures"]["threads"] = pinned((1, 0), (2, 1))
+    return rec
+
+
+def test_memory_benchmarks_are_judged_at_their_peak_not_the_tail_after_free():
+    """memlat/membw free each size's buffer with the team alive: their working set is the
+    peak sample; judging the steady tail called a perfect membind run drift (CI, numa-vm)."""
+    v = judge(_freed_tail("memlat"))
+    assert v["memory"]["basis"] == "peak" and v["memory"]["bytes"] == 64 * MiB, v
+    assert v["memory"]["verdict"] == "ok" and v["memory"]["share_on_allowed"] == 1.0
+
+
+def test_npb_kernels_are_still_judged_at_the_steady_footprint():
+    v = judge(_freed_tail("cg"))
+    assert v["memory"]["basis"] == "steady" and v["memory"]["bytes"] == 1020 * 1024

@@ -23,8 +23,9 @@ Conventions (also in the report's captions):
 - Fidelity is judged here, from each record's captures, with the study's thresholds
   (fidelity.judge): records hold no verdict. rests_on_drift: a run of the best or worst
   group was judged drift.
-- numa_maps pages are the process's data pages at the steady footprint (the peak when
-  no steady state was seen), as numa_maps counts them (pages of kernelpagesize_kB
+- numa_maps pages are the process's data pages at the footprint fidelity judges (the
+  steady one for NPB, the peak for the memory benchmarks or when no steady state was
+  seen), as numa_maps counts them (pages of kernelpagesize_kB
   each), from the capture summary (older records: the numa_maps file next to the
   record); bytes come from the record. numastat deltas are system-wide counters
   (every process on the machine), kept apart and labelled so.
@@ -39,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import numa_maps
-from .fidelity import judge
+from .fidelity import footprint_basis, judge
 from .placement import label_of
 from .records import iter_records
 from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
@@ -112,10 +113,12 @@ def record_row(rec, thresholds=None):
     npb = rec.get("output") or {}
     fid = judge(rec, thresholds) if p else {}
     caps = rec.get("captures") or {}
-    # the steady footprint (what fidelity judges: CG's generation temporaries are freed
-    # by then); the peak where no steady state was seen
+    # the working-set footprint fidelity judges (steady for NPB: CG's generation
+    # temporaries are freed by then; the peak for the memory benchmarks, or where no
+    # steady state was seen)
     nm = caps.get("numa_maps") or {}
-    which = "steady" if nm.get("steady") else "peak"
+    which = footprint_basis(rec)
+    which = which if nm.get(which) else "peak"
     view = nm.get(which) or {}
     data_bytes = {int(n): int(b) for n, b in (view.get("data_bytes") or {}).items()}
     rundir = Path(rec["_path"]).parent if rec.get("_path") else None

@@ -7,7 +7,8 @@ threads  every thread stayed on the placement's CPUs (CPU of each sample and the
          is bound to one CPU of its own; samples of a thread taken before libgomp bound
          it (the initial thread, in libgomp's constructor) are not judged. NPB's own
          thread count must equal the placement's.
-memory   at the steady footprint (the working set the run settled on), the share of the
+memory   at the working-set footprint (the steady one the run settled on; for kinds whose
+         buffers are freed before the process exits, the peak), the share of the
          process's data pages on the nodes the policy allows: membind/preferred/
          interleave their nodes, local the nodes of the placement's CPUs; interleave
          also evenly over its nodes (each within a tolerance of 1/k); and the pages'
@@ -24,6 +25,7 @@ changing them re-judges every run from its captures and re-runs none.
 """
 from __future__ import annotations
 
+from .kinds import KINDS
 from .topology import format_cpulist, parse_cpulist
 
 DEFAULTS = {
@@ -146,7 +148,7 @@ def _memory(rec, nodes_of_cpus, cfg):
     caps = rec.get("captures") or {}
     nm = caps.get("numa_maps") or {}
     p = rec["placement"]
-    judged, basis, unknown = _judged_footprint(nm, caps, int(p["threads"]), cfg)
+    judged, basis, unknown = _judged_footprint(nm, caps, int(p["threads"]), cfg, footprint_basis(rec))
     if unknown:
         return {"verdict": "unknown", "reason": unknown}
     by_node = {int(n): b for n, b in judged["data_bytes"].items()}
@@ -183,10 +185,21 @@ def _memory(rec, nodes_of_cpus, cfg):
     return out
 
 
-def _judged_footprint(nm, caps, expected, cfg):
+def footprint_basis(rec):
+    """Which numa_maps sample holds the run's working set: "steady" or "peak".
+
+    The kind says (kinds.Kind.footprint); records of captures without a steady sample
+    (older ones) have only the peak."""
+    nm = (rec.get("captures") or {}).get("numa_maps") or {}
+    kind = KINDS.get(rec.get("bench"))
+    want = kind.footprint if kind else "steady"
+    return want if want in nm else "peak"
+
+
+def _judged_footprint(nm, caps, expected, cfg, basis):
     """(the sample to judge, its name, None), or (None, None, why it cannot be judged)."""
     peak = nm.get("peak")
-    judged, basis = (nm.get("steady"), "steady") if "steady" in nm else (peak, "peak")
+    judged = nm.get(basis)
     if not peak:
         errors = "; ".join(caps.get("errors") or [])
         return None, None, "no numa_maps sample" + (f" ({errors})" if errors else "")

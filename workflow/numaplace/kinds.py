@@ -28,6 +28,9 @@ class Kind:
     variants = ("default",)
     tree_name = "tree"         # build tree folder beside the variant's (NPB kinds share one)
     follows_npb_source = True  # built from the study's npb.source (else always source_dir)
+    # which numa_maps sample is the run's working set, judged for memory placement:
+    # "steady" (the footprint the run settled on) or "peak" (the largest one seen)
+    footprint = "steady"
 
     def binary_name(self, cls):
         return f"{self.name}.{cls}.x"
@@ -131,6 +134,9 @@ class MemoryBench(Kind):
     classes = ("X",)
     tree_name = "microbench-tree"
     follows_npb_source = False
+    # each size's buffer is freed once measured, with the thread team still alive: a
+    # steady tail after the last free is the runtime, not the buffer under test
+    footprint = "peak"
 
     def __init__(self, name, title, metric, unit, higher_is_better):
         self.name, self.title, self.metric, self.unit = name, title, metric, unit
