@@ -322,3 +322,61 @@ def test_duration_figure_shows_each_placement_in_order_with_best_and_worst_marke
     assert any(t.startswith("12.50 s") for t in texts) and any(t.startswith("31.00 s") for t in texts)
     assert plots.COLORS["best"] in svg and plots.COLORS["worst"] in svg
     assert "Duration per placement" in " ".join(texts)
+
+
+# -- a group of 120 placements: best and worst stay findable -------------------------
+
+def many_placements(tables, n=120):
+    """The fixture's tables with one (bench, class, variant, threads) group blown up to n
+    placements (times spread; one placement with no ok run), as a generated study has."""
+    s = tables["summary"]
+    row = s[(s["bench"] == "cg") & (s["threads"] == 2)].iloc[0]
+    rows = []
+    for i in range(n):
+        r = row.copy()
+        r["placement_id"], r["placement"] = f"p{i:03d}", f"placement number {i:03d}"
+        r["time_median_s"] = r["time_min_s"] = r["time_max_s"] = 1.0 + i / n
+        r["time_cv"] = (i % 17) / 100
+        rows.append(r)
+    rows[57]["n"], rows[57]["n_failed"] = 0, 1
+    rows[57]["time_median_s"] = rows[57]["time_min_s"] = rows[57]["time_max_s"] = float("nan")
+    summary = pd.DataFrame(rows).reset_index(drop=True)
+    pages = tables["numa_pages"]
+    prow = pages[(pages["level"] == "group")].iloc[0]
+    prow_list = []
+    for i in range(n):
+        p = prow.copy()
+        p["bench"], p["class"], p["variant"], p["threads"] = row["bench"], row["class"], row["variant"], row["threads"]
+        p["placement_id"], p["placement"] = f"p{i:03d}", f"placement number {i:03d}"
+        prow_list.append(p)
+    serial = summary.assign(variant="serial-init", time_median_s=summary["time_median_s"] * 0.9)
+    return {**tables, "summary": pd.concat([summary, serial], ignore_index=True),
+            "best_worst": tables["best_worst"].iloc[:0], "numa_pages": pd.DataFrame(prow_list)}
+
+
+def test_elide_keeps_best_worst_and_unmeasured():
+    s = pd.DataFrame({"n": [3] * 100, "time_median_s": range(100)})
+    s.loc[50, "n"] = 0
+    shown, hidden = plots.elide(s.sort_values("time_median_s"), 40)
+    assert 0 in shown.index and 99 in shown.index and 50 in shown.index    # best, worst, no ok run
+    assert len(shown) == 40 and len(hidden) == 60 and set(shown.index).isdisjoint(hidden.index)
+    assert plots.elide(s.iloc[:40], 40)[1] is None
+
+
+def test_figures_of_120_placements_stay_one_screen(fixture_report, tmp_path):
+    from PIL import Image
+    out, _, _ = fixture_report
+    tables = many_placements(aggregate.read_tables(out / "results" / "tables"))
+    manifest = plots.make_figures(tables, tmp_path, {"formats": ["png"], "dpi": 50})
+    heights = {}
+    for _, row in manifest.iterrows():
+        with Image.open(tmp_path / row["png"]) as im:
+            heights[row["png"]] = im.size[1] / 50            # inches
+    tall = {k: h for k, h in heights.items() if "cg.A" in k and "t2" in k or "variability/cg.A" in k
+            or "serial_init/cg.A" in k}
+    assert tall and all(h < 0.42 * 45 + 4 for h in tall.values()), heights   # 40 rows + gap, not 120
+    # the same figure with every row asked for is more than twice as tall
+    full = plots.make_figures(tables, tmp_path / "all", {"formats": ["png"], "dpi": 50, "max_rows": 1000})
+    with Image.open(tmp_path / "all" / "duration/cg.A.default.t2.png") as im:
+        assert im.size[1] / 50 > 2 * heights["duration/cg.A.default.t2.png"]
+    assert len(full) == len(manifest)

@@ -23,6 +23,7 @@ def generated_study(runs_wanted):
     per_rep = 2 * 2 * 2 * 125
     return {"study": "generated", "platform": "x4600", "benchmarks": ["cg", "mg"], "classes": ["B", "C"],
             "variants": ["default", "serial-init"], "repetitions": max(1, -(-runs_wanted // per_rep)),
+            "limits": {"runs": max(20000, runs_wanted + per_rep)},   # above the default cap
             "experiments": [{"name": "many", "placements": placements}]}
 
 

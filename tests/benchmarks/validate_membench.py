@@ -6,7 +6,12 @@
   2. memlat curve (one thread on CPU 0, --hugepages): the edge of each cache plateau (the
      last sweep size before latency passes halfway from that plateau to the next) within
      one sweep step of the sysfs L1d, L2 and L3 sizes; DRAM latency >= 3x L1 latency.
-  3. run-to-run spread (max-min)/median <= 5 % at DRAM sizes, for both.
+     Side by side, the reference's own knee: likwid-bench load's bandwidth over the same
+     sizes from L2 to beyond L3, whose edge (last size before bandwidth falls halfway
+     from the L3 plateau to DRAM's) is where the cache this CPU really gets ends. On a
+     virtual machine sysfs reports the host's whole L3, shared with other tenants.
+  3. run-to-run spread (max-min)/median <= 5 % at DRAM sizes: of each run's median (one
+     run = one invocation), for ours and, over as many interleaved runs, likwid-bench's.
 
 Run it alone (it times things):
     flock /tmp/numaplace-quiet.lock .venv/bin/python tests/benchmarks/validate_membench.py
@@ -46,7 +51,7 @@ def ours(binary, *args):
 
 
 def likwid_load(size, seconds):
-    r = subprocess.run(["likwid-bench", "-t", "load", "-s", f"{seconds}s", "-w", f"N:{size}B:1"],
+    r = subprocess.run(["likwid-bench", "-t", "load", "-s", f"{seconds}", "-w", f"N:{size}B:1"],
                        capture_output=True, text=True, check=True)
     cpu = re.search(r"Global Thread 0 running on hwthread (\d+)", r.stdout)
     mbs = re.search(r"^MByte/s:\s+([0-9.]+)", r.stdout, re.M)
@@ -55,6 +60,25 @@ def likwid_load(size, seconds):
 
 def spread(values):
     return (max(values) - min(values)) / statistics.median(values)
+
+
+def steps_apart(sizes, a, b):
+    """How many sweep steps lie between sizes a and b (b: the sweep size nearest to it)."""
+    nearest = min(sizes, key=lambda s: abs(math.log(s / b)))
+    return abs(sizes.index(a) - sizes.index(nearest))
+
+
+def falling_edge(curve, lo_plateau, hi_plateau):
+    """Last size before bandwidth falls halfway from the plateau at sizes <= lo_plateau to
+    the plateau at sizes >= hi_plateau (a bandwidth curve: falls as sizes grow)."""
+    sizes = sorted(curve)
+    inside = statistics.median([curve[s] for s in sizes if s <= lo_plateau])
+    beyond = statistics.median([curve[s] for s in sizes if s >= hi_plateau])
+    half = (inside + beyond) / 2
+    for prev, s in zip(sizes, sizes[1:]):
+        if curve[s] < half:
+            return prev, inside, beyond
+    return None, inside, beyond
 
 
 def plateau_edges(curve, levels, per_octave):
@@ -101,18 +125,20 @@ def main():
     # -- 1. bandwidth vs likwid-bench -------------------------------------------------
     cache = ours(memlat, "--dump-chain", "--sizes", "4K")["cache"]
     size = 4 * cache["llc_total"]
-    our_runs, lk_runs, lk_cpu = [], [], None
-    for _ in range(a.pairs):
+    our_runs, our_reps, lk_runs, lk_cpu = [], [], [], None
+    for _ in range(a.pairs):                    # one run each, alternating
         out = ours(membw, "--sizes", str(size), "--reps", "5", "--min-time", "0.2")
-        our_runs += [r["value"] for r in out["results"]]
         assert {r["reader_cpu"] for r in out["results"]} == {0}
+        our_reps += [r["value"] for r in out["results"]]
+        our_runs.append(statistics.median(r["value"] for r in out["results"]))
         lk_cpu, v = likwid_load(size, 1)
         lk_runs.append(v)
     o, l = statistics.median(our_runs), statistics.median(lk_runs)
     check(f"membw serial 1 thr CPU0 {size} B (MB/s)", f"{o:,.0f}", f"likwid load {l:,.0f} (hwthread {lk_cpu})",
           abs(o / l - 1) <= 0.15 and lk_cpu == 0, f"ratio {o / l:.3f}, target 0.85-1.15")
     check("membw run-to-run spread at DRAM size", f"{spread(our_runs):.1%} of {len(our_runs)} runs",
-          f"likwid {spread(lk_runs):.1%} of {len(lk_runs)}", spread(our_runs) <= 0.05, "target <= 5 %")
+          f"likwid {spread(lk_runs):.1%} of {len(lk_runs)}", spread(our_runs) <= 0.05,
+          f"target <= 5 %; within our runs, rep to rep {spread(our_reps):.1%} of {len(our_reps)}")
 
     # -- 2. latency curve vs sysfs ------------------------------------------------------
     out = ours(memlat, "--hugepages", "--reps", "3", "--per-octave", str(a.per_octave))
@@ -127,11 +153,27 @@ def main():
     for s in sorted(curve):
         marks = " ".join(f"<- {n}" for n, c in levels if s == c)
         print(f"  {s:>12,d} B  {curve[s]:8.2f} ns  {'#' * min(80, int(curve[s] / 2.5))} {marks}")
+    sizes = sorted(curve)
+    edges = {}
     for name, c, edge, inside, beyond in plateau_edges(curve, levels, a.per_octave):
-        within = edge is not None and abs(math.log(edge / c)) <= math.log(step) + 1e-9
+        edges[name] = edge
+        within = edge is not None and steps_apart(sizes, edge, c) <= 1
         check(f"memlat {name} knee (plateau edge)", f"{edge:,} B" if edge else "none",
               f"sysfs {c:,} B", within,
-              f"plateau {inside:.1f} ns -> {beyond:.1f} ns; one step = x{step:.3f}" if inside and beyond else "")
+              f"plateau {inside:.1f} ns -> {beyond:.1f} ns; {steps_apart(sizes, edge, c) if edge else '-'} "
+              f"sweep step(s) apart, one step = x{step:.3f}" if inside and beyond else "")
+    if edges.get("L3") and cache.get("l2") and cache.get("l3"):
+        # the reference tool's view of the same cache: likwid-bench load over the sweep
+        # sizes from 2x L2 to 4x sysfs L3, 0.3 s each
+        band = [s for s in sizes if 2 * cache["l2"] <= s <= 4 * cache["l3"]]
+        lk_curve = {s: likwid_load(s, 0.3)[1] for s in band}
+        lk_edge, lk_in, lk_out = falling_edge(lk_curve, 2 * edges["L3"] / 3, 2 * cache["l3"])
+        print("likwid-bench load over the same sizes (MB/s): "
+              + ", ".join(f"{s // 1024} KiB {v:,.0f}" for s, v in sorted(lk_curve.items())))
+        check("memlat L3 knee vs likwid-bench's own", f"{edges['L3']:,} B",
+              f"likwid load edge {lk_edge:,} B" if lk_edge else "likwid load: no edge",
+              lk_edge is not None and steps_apart(sizes, edges["L3"], lk_edge) <= 1,
+              f"likwid plateau {lk_in:,.0f} -> {lk_out:,.0f} MB/s; the L3 this CPU gets")
     dram = curve[max(curve)]
     l1 = statistics.median([v for s, v in curve.items() if s <= cache["l1d"] / 2])
     check("memlat DRAM / L1 latency", f"{dram:.1f} / {l1:.2f} ns = {dram / l1:.1f}x", ">= 3x", dram / l1 >= 3)

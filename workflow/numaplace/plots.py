@@ -13,6 +13,11 @@ Kinds (one sub-directory each under report/<study>/figures/):
   memory_*     the memory micro-benchmarks' figures (numaplace.memory_plots)
 figures.csv in the figures directory lists every figure written (kind, case, title,
 files), for the summary and the tests.
+
+A group with more placements than `max_rows` (the thesis's X4600 studies have 70 choices
+of four nodes, generated studies hundreds) draws the best and the worst max_rows/2 and
+one row summarising those between, so that the best and the worst stay findable on one
+screen; the tables keep every placement.
 """
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ from .artifacts import FIGURES  # noqa: E402
 
 KINDS = tuple(FIGURES)
 DEFAULTS = {"formats": ["svg", "png"], "dpi": 150, "width": 9.0, "label_width": 46,
-            "bar_height": 0.42}
+            "bar_height": 0.42, "max_rows": 40}
 COLORS = {"bar": "#4c72b0", "best": "#2ca02c", "worst": "#d62728", "default": "#4c72b0",
           "serial-init": "#dd8452", "drift": "#7f7f7f"}
 MANIFEST = "figures.csv"
@@ -115,6 +120,43 @@ def _legend(ax, items):
               fontsize=8, frameon=False)
 
 
+def elide(g, max_rows):
+    """(rows to draw, summary of the rows left out or None) of g, ordered best first: the
+    first and last max_rows // 2 rows of g, and a row `gap` between them (index None)
+    standing for the rest. Rows with no ok run are kept in the shown tail: they are what
+    went wrong, never summarised away."""
+    if len(g) <= max_rows:
+        return g, None
+    k = max_rows // 2
+    measured = g[g["n"] > 0] if "n" in g else g
+    unmeasured = g.drop(measured.index)
+    tail_k = max(k - len(unmeasured), 1)
+    head, tail = measured.iloc[:k], measured.iloc[len(measured) - tail_k:] if len(measured) > k else measured.iloc[:0]
+    hidden = measured.drop(head.index).drop(tail.index)
+    if hidden.empty:
+        return g, None
+    return pd.concat([head, tail, unmeasured]), hidden
+
+
+def _gap_text(hidden, vals, what, table="summary.csv"):
+    """What the summary row says about the placements left out (vals: their values of
+    what the figure shows, `what` naming them with their unit, e.g. "medians {} s")."""
+    bits = [f"{len(hidden)} more placements"]
+    vals = np.asarray(vals, dtype=float)
+    if np.isfinite(vals).any():
+        bits.append(what.format(f"{np.nanmin(vals):.3g}–{np.nanmax(vals):.3g}"))
+    for col, what in (("n_failed", "with failed runs"), ("n_drift", "with drift")):
+        if col in hidden and hidden[col].fillna(0).astype(bool).any():
+            bits.append(f"{int(hidden[col].fillna(0).astype(bool).sum())} {what}")
+    return "; ".join(bits) + f": every one is in tables/{table}"
+
+
+def _with_gap(shown, hidden, k):
+    """Rows to draw: shown's rows, with a None marking the gap after the first k."""
+    rows = list(shown.index)
+    return rows if hidden is None else rows[:k] + [None] + rows[k:]
+
+
 # -- duration per placement ----------------------------------------------------------
 
 def duration_figures(summary, w):
@@ -124,15 +166,26 @@ def duration_figures(summary, w):
         measured = g[g["n"] > 0]
         best = measured["time_median_s"].idxmin() if len(measured) > 1 else None
         worst = measured["time_median_s"].idxmax() if len(measured) > 1 else None
-        labels = [_wrap(p, cfg["label_width"]) for p in display_labels(g)]
+        shown, hidden = elide(g, cfg["max_rows"])
+        rows = _with_gap(shown, hidden, cfg["max_rows"] // 2)
+        names = dict(zip(g.index, display_labels(g)))
+        labels = [_wrap(names[i], cfg["label_width"]) if i is not None else f"⋮ {len(hidden)} more"
+                  for i in rows]
         fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
-        y = np.arange(len(g))[::-1]
+        y = np.arange(len(rows))[::-1]
+        drawn = g.reindex([i for i in rows if i is not None])
+        yd = np.array([yi for yi, i in zip(y, rows) if i is not None])
         colors = [COLORS["best"] if i == best else COLORS["worst"] if i == worst else COLORS["bar"]
-                  for i in g.index]
-        _whisker_bars(ax, y, g["time_median_s"], g["time_min_s"], g["time_max_s"], colors, 0.6)
+                  for i in drawn.index]
+        _whisker_bars(ax, yd, drawn["time_median_s"], drawn["time_min_s"], drawn["time_max_s"], colors, 0.6)
         xmax = np.nanmax(g["time_max_s"].to_numpy(dtype=float)) if g["n"].sum() else 1.0
         xmax = xmax if xmax > 0 else 1.0
-        for yi, (_, r) in zip(y, g.iterrows()):
+        for yi, i in zip(y, rows):
+            if i is None:
+                ax.text(0, yi, _gap_text(hidden, hidden["time_median_s"], "medians {} s"), va="center",
+                        fontsize=8, style="italic")
+                continue
+            r = g.loc[i]
             bits = [f"n={int(r['n'])}"]
             if r["n_failed"]:
                 bits.append(f"{int(r['n_failed'])} failed")
@@ -222,14 +275,22 @@ def pages_figures(numa_pages, summary, w):
         keys = [(bench, cls, variant, threads, pid) for pid, _ in table.index]
         med = [order.get(k, np.nan) for k in keys]
         table = table.assign(_m=med).sort_values("_m", na_position="last").drop(columns="_m")
+        k = cfg["max_rows"] // 2
+        hidden = None
+        if len(table) > cfg["max_rows"]:           # best and worst by time, the rest summarised
+            hidden = table.iloc[k:len(table) - k]
+            table = pd.concat([table.iloc[:k], table.iloc[len(table) - k:]])
         big = table.to_numpy().sum(axis=1).max() >= 2 ** 30
         unit, div = ("GiB", 2 ** 30) if big else ("MiB", 2 ** 20)
         case = summary[(summary["bench"] == bench) & (summary["class"] == cls) &
                        (summary["variant"] == variant) & (summary["threads"] == threads)]
         shown = dict(zip(case["placement_id"], display_labels(case)))
         labels = [_wrap(shown.get(pid, p), cfg["label_width"]) for pid, p in table.index]
-        fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
         y = np.arange(len(table))[::-1]
+        if hidden is not None:                     # the gap row between best and worst
+            labels.insert(k, f"⋮ {len(hidden)} more")
+            y = np.delete(np.arange(len(table) + 1)[::-1], k)
+        fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
         left = np.zeros(len(table))
         for j, node in enumerate(table.columns):
             vals = table[node].to_numpy(dtype=float) / div
@@ -240,6 +301,10 @@ def pages_figures(numa_pages, summary, w):
             p = pages.get(idx, np.nan)
             txt = f"{tot:.3g} {unit}" + (f", {int(p):,} pages" if pd.notna(p) else "")
             ax.text(tot + 0.01 * xmax, yi, txt, va="center", fontsize=8)
+        if hidden is not None:
+            ax.text(0, len(table) - k, _gap_text(hidden, hidden.to_numpy().sum(axis=1) / div, "{} " + unit,
+                                                 "numa_pages.csv"), va="center", fontsize=8, style="italic")
+            y = np.arange(len(labels))[::-1]
         ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=min(len(table.columns), 4))
         _finish_barh(w, fig, ax, "pages",
                      f"{FIGURES['pages']} — {_case_title(bench, cls, variant, threads)}",
@@ -261,11 +326,20 @@ def serial_init_figures(summary, w):
         if both.empty:
             continue
         both = both.sort_index(level=["threads", "placement"])
+        hidden, k = None, cfg["max_rows"] // 4      # two bars a row: half as many rows
+        if len(both) > 2 * k:                       # the k most and least helped by serial init
+            ratio = (both[("time_median_s", "serial-init")] / both[("time_median_s", "default")]).sort_values()
+            both = both.loc[ratio.index]
+            hidden, ratios = both.iloc[k:len(both) - k], ratio.iloc[k:len(both) - k]
+            both = pd.concat([both.iloc[:k], both.iloc[len(both) - k:]])
         one = g.drop_duplicates(["threads", "placement_id"])        # both variants share labels
         shown = dict(zip(zip(one["threads"], one["placement_id"]), display_labels(one)))
         labels = [_wrap(f"{t} thr · {shown.get((t, pid), p)}", cfg["label_width"]) for t, pid, p in both.index]
-        fig, ax = plt.subplots(figsize=(cfg["width"], 1.4 + 0.75 * len(both) + 0.2 * sum(lab.count("\n") for lab in labels)))
         y = np.arange(len(both))[::-1].astype(float)
+        if hidden is not None:
+            labels.insert(k, f"⋮ {len(hidden)} more")
+            y = np.delete(np.arange(len(both) + 1)[::-1], k).astype(float)
+        fig, ax = plt.subplots(figsize=(cfg["width"], 1.4 + 0.75 * len(labels) + 0.2 * sum(lab.count("\n") for lab in labels)))
         h = 0.38
         xmax = np.nanmax(both["time_max_s"].to_numpy(dtype=float))
         xmax = xmax if np.isfinite(xmax) and xmax > 0 else 1.0
@@ -279,6 +353,10 @@ def serial_init_figures(summary, w):
                     f"{si:.2f} s {ratio}", va="center", fontsize=8)
             ax.text(r[("time_max_s", "default")] + 0.01 * xmax, yi + h / 2, f"{d:.2f} s",
                     va="center", fontsize=8)
+        if hidden is not None:
+            ax.text(0, len(both) - k, _gap_text(hidden, ratios, "serial-init/default ×{}"), va="center",
+                    fontsize=8, style="italic")
+            y = np.arange(len(labels))[::-1].astype(float)
         _legend(ax, [("default", COLORS["default"]), ("serial-init", COLORS["serial-init"])])
         _finish_barh(w, fig, ax, "serial_init", f"{FIGURES['serial_init']} — {_case_title(bench, cls)}",
                      (bench, cls, None, None), y, labels, xmax, "NPB time (s): median, whiskers min–max",
@@ -290,10 +368,21 @@ def serial_init_figures(summary, w):
 def variability_figures(summary, w):
     cfg = w.cfg
     for (bench, cls, variant), g in summary.groupby(["bench", "class", "variant"], sort=True):
-        g = g.sort_values(["threads", "placement"])
-        labels = [_wrap(f"{int(t)} thr · {p}", cfg["label_width"]) for t, p in zip(g["threads"], display_labels(g))]
-        fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
+        names = dict(zip(g.index, display_labels(g)))
+        hidden, k = None, cfg["max_rows"] // 2
+        if len(g) > cfg["max_rows"]:               # the most and the least variable
+            g = g.sort_values(["time_cv", "threads", "placement"], ascending=[False, True, True],
+                              na_position="last")
+            hidden = g.iloc[k:len(g) - k]
+            g = pd.concat([g.iloc[:k], g.iloc[len(g) - k:]])
+        else:
+            g = g.sort_values(["threads", "placement"])
+        labels = [_wrap(f"{int(t)} thr · {names[i]}", cfg["label_width"]) for i, t in zip(g.index, g["threads"])]
         y = np.arange(len(g))[::-1]
+        if hidden is not None:
+            labels.insert(k, f"⋮ {len(hidden)} more")
+            y = np.delete(np.arange(len(g) + 1)[::-1], k)
+        fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
         cv = 100 * g["time_cv"].to_numpy(dtype=float)
         ok = ~np.isnan(cv)
         ax.barh(y[ok], cv[ok], height=0.6, color=COLORS["bar"], zorder=2)
@@ -301,8 +390,12 @@ def variability_figures(summary, w):
         for yi, (_, r), c in zip(y, g.iterrows(), cv):
             text = f"{c:.1f}% (n={int(r['n'])})" if not np.isnan(c) else f"n={int(r['n'])}: CV needs ≥ 2 ok runs"
             ax.text((0 if np.isnan(c) else c) + 0.01 * xmax, yi, text, va="center", fontsize=8)
+        if hidden is not None:
+            ax.text(0, len(g) - k, _gap_text(hidden, 100 * hidden["time_cv"], "CV {} %"), va="center",
+                    fontsize=8, style="italic")
+            y = np.arange(len(labels))[::-1]
         ax.set_yticks(y, labels)
-        _rows(ax, len(g))
+        _rows(ax, len(labels))
         ax.set_xlim(0, xmax * 1.4)
         ax.set_xlabel("coefficient of variation of NPB time (%, std/mean over ok runs)")
         title = f"{FIGURES['variability']} — {_case_title(bench, cls, variant)}"

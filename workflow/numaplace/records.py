@@ -15,7 +15,6 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from .kinds import kind
@@ -34,11 +33,14 @@ class RecordError(ValueError):
 
 @lru_cache(maxsize=1)
 def _validator():
-    return jsonschema.Draft202012Validator(yaml.safe_load(SCHEMA.read_text()))
+    import jsonschema          # here, not at the top: see schema._strict_validator
+    return jsonschema.Draft202012Validator(
+        yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # noqa: S506
 
 
 def validate(rec, where="record"):
-    err = jsonschema.exceptions.best_match(_validator().iter_errors(
+    from jsonschema.exceptions import best_match
+    err = best_match(_validator().iter_errors(
         {k: v for k, v in rec.items() if not k.startswith("_")}))
     if err is not None:
         at = "/".join(map(str, err.absolute_path)) or "(top level)"
@@ -65,9 +67,12 @@ def migrate(rec):
 
 
 def write_record(path, rec):
-    """Checked against the schema, written atomically, and under its second name KEPT."""
+    """Written atomically, and under its second name KEPT. Not checked against the schema
+    here: a record is a measurement and is kept whatever its shape; readers check it
+    (read_record), and one that does not match is shown as unreadable, never dropped.
+    (Checking here could only lose what was measured, and importing jsonschema alone
+    costs twice the launch overhead a run may have.)"""
     path = Path(path)
-    validate(rec, str(path))
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
     os.replace(tmp, path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from . import ConfigError
@@ -23,9 +22,14 @@ def _is_integer(checker, value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-StrictValidator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+@lru_cache(maxsize=1)
+def _strict_validator():
+    # imported here: the runner reads defaults() on every measured run, and importing
+    # jsonschema alone costs more than the whole launch is allowed to (issue 14)
+    import jsonschema
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
 
 TYPE_WORDS = {"integer": "a whole number", "number": "a number", "string": "text",
               "array": "a list", "object": "a mapping (key: value)", "boolean": "true or false",
@@ -37,7 +41,9 @@ PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "sweep", "matrix", "co
 
 @lru_cache(maxsize=None)
 def _schema(name):
-    return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text())
+    # libyaml's parser where PyYAML has it: the pure-Python one takes ~0.1 s per schema
+    return yaml.load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(),
+                     Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a SafeLoader)
 
 
 def _entry(path):
@@ -110,7 +116,8 @@ def _message(err):
     if v == "anyOf" and err.absolute_path and err.absolute_path[-1] == "cpus":
         return entry, f"{shown(err.instance)} is not a CPU list like '0-3,8'"
     if err.context:         # other oneOf/anyOf: the most specific sub-error
-        best = jsonschema.exceptions.best_match(err.context)
+        from jsonschema.exceptions import best_match
+        best = best_match(err.context)
         if best is not None and len(best.absolute_path) >= len(err.absolute_path):
             return _message(best)
     if v == "type":
@@ -141,7 +148,7 @@ def _message(err):
 def check(data, name, where):
     if not isinstance(data, dict):
         raise ConfigError(where, "(top level)", f"expected a mapping of settings, got {type(data).__name__}")
-    validator = StrictValidator(_schema(name))
+    validator = _strict_validator()(_schema(name))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError(where, *_message(errors[0]))
