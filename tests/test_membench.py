@@ -147,6 +147,22 @@ def test_memlat_reports_ns_per_load_and_where(microbench):
     assert min(big) > 2 * max(small)
 
 
+def test_huge_pages_backing_is_reported_as_the_kernel_gave_it(microbench):
+    """huge_kb is AnonHugePages of the buffer: with --hugepages under THP madvise or always
+    the 32 MiB buffer is (mostly) 2 MiB pages; without it, under madvise, none."""
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    mode = thp.read_text().split("[")[1].split("]")[0] if thp.exists() else "absent"
+    if mode not in ("madvise", "always"):
+        pytest.skip(f"transparent huge pages are {mode} here: nothing to back the buffer with")
+    for flag, want in ((["--hugepages"], "huge"), ([], "none" if mode == "madvise" else None)):
+        out = run(microbench("membw"), "--sizes", "32M", "--reps", "1", "--min-time", "0.01", *flag)
+        huge = {r["huge_kb"] for r in out["results"]}
+        if want == "huge":
+            assert min(huge) >= 16 * 1024, huge          # at least half of 32 MiB in 2 MiB pages
+        elif want == "none":
+            assert huge == {0}, huge
+
+
 def test_bad_options_fail_with_one_line(microbench):
     r = subprocess.run([str(microbench("membw")), "--sizes", "12Q"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--sizes" in r.stderr

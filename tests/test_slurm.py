@@ -18,7 +18,7 @@ from datetime import datetime
 
 import pytest
 
-from cluster import common
+from cluster import common, slurm_local
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 
 from numaplace import cluster, pbs
@@ -146,3 +146,17 @@ def test_grouped_runs_share_one_allocation_back_to_back(quick, slurm):
     assert int(job["NumCPUs"]) == slurm["cpus"] and job["OverSubscribe"] == "NO"
     for rid in again:
         assert recs[rid]["status"] == "ok", (rid, recs[rid]["reason"])
+
+
+def test_cgroup_detection_reads_mountinfo(tmp_path):
+    """The rig's precondition: lines as this host's /proc/self/mountinfo has them (cgroup
+    v1 under a tmpfs), as a v2 host has them, and as a chroot without /sys/fs/cgroup."""
+    host_v1 = ("31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+               "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n")
+    host_v2 = "35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n"
+    chroot = ("580 571 0:21 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw\n"
+              "581 571 0:5 / /dev rw,nosuid - devtmpfs udev rw,size=4096k\n")
+    for text, want in ((host_v1, True), (host_v2, True), (chroot, False)):
+        (tmp_path / "mi").write_text(text)
+        assert slurm_local.cgroup_mounted(tmp_path / "mi") is want, text
+    assert slurm_local.cgroup_mounted(tmp_path / "absent") is False

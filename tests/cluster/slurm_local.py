@@ -46,7 +46,21 @@ def missing():
     if gone:
         return ("Slurm/munge not installed (missing " + ", ".join(gone) + "; bash .ci/setup --tests installs "
                 "slurmctld slurmd slurm-client munge slurm-wlm-torque)")
+    if not cgroup_mounted():
+        return ("no cgroup filesystem is mounted (/proc/self/mountinfo), and slurmd will not start "
+                "without one even with proctrack/linuxproc (a chroot whose /sys is bound without "
+                "/sys/fs/cgroup, e.g. fresh-debian)")
     return None
+
+
+def cgroup_mounted(mountinfo="/proc/self/mountinfo"):
+    """Whether a cgroup (v1 or v2) filesystem is visible from this process's root."""
+    try:
+        lines = Path(mountinfo).read_text().splitlines()
+    except OSError:
+        return False
+    return any(line.split(" - ", 1)[1].split()[0] in ("cgroup", "cgroup2")
+               for line in lines if " - " in line)
 
 
 def _sbin(name):
@@ -202,7 +216,10 @@ def _start(log):
         _record(started)
         _wait(controller_up, 30, "slurmctld to answer")
     if "slurmd" not in started:
-        subprocess.run([_sbin("slurmd")], check=True)
+        if subprocess.run([_sbin("slurmd")]).returncode != 0:
+            log_file = STATE / "log" / "slurmd.log"
+            tail = log_file.read_text(errors="replace").strip().splitlines()[-5:] if log_file.exists() else []
+            raise RuntimeError("slurmd did not start: " + (" | ".join(tail) or f"no {log_file}"))
         _wait(lambda: _pidfile(RUN / "slurmd.pid"), 20, "slurmd")
         started["slurmd"] = _pidfile(RUN / "slurmd.pid")
         _record(started)

@@ -6,7 +6,7 @@ value), chain (memlat --dump-chain only) and done (the last line of a complete r
 from __future__ import annotations
 
 _INT_KEYS = {"size_bytes", "threads", "thread", "reader_cpu", "reader_node", "alloc_cpu", "alloc_node",
-             "memory_node", "pages", "rep", "passes", "bytes", "loads", "stride", "lines", "migrated",
+             "memory_node", "pages", "huge_kb", "rep", "passes", "bytes", "loads", "stride", "lines", "migrated",
              "l1d", "l2", "l3", "llc", "llc_level", "llc_total", "reps", "results", "complete", "verified",
              "flush", "per_octave", "min_loads", "page_size", "seed"}
 _FLOAT_KEYS = {"value", "seconds", "pages_on_memory_node", "min_time"}

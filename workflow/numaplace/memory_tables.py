@@ -24,7 +24,7 @@ PAGE_SHARE_MIN = 0.99      # the issue's fidelity bar for a memory cell
 COLUMNS = ["bench", "mode", "size_bytes", "threads", "reader_cpu", "reader_node", "memory_node", "rep",
            "value", "unit", "pages_on_memory_node", "status",
            "run_id", "attempt", "experiment_placement", "placement_id", "via", "thread", "sample",
-           "alloc_cpu", "pages_memory_majority", "migrated", "seconds", "hugepages",
+           "alloc_cpu", "pages_memory_majority", "migrated", "seconds", "hugepages", "huge_kb",
            "cache_l1d", "cache_l2", "cache_l3", "record"]
 MATRIX_COLUMNS = ["bench", "mode", "size_bytes", "via", "reader_node", "memory_node", "median", "min", "max",
                   "n", "unit"]
@@ -83,7 +83,7 @@ def record_rows(rec):
             "thread": r.get("thread"), "sample": r.get("rep"), "alloc_cpu": r.get("alloc_cpu"),
             "pages_memory_majority": r.get("memory_node"), "migrated": r.get("migrated"),
             "seconds": r.get("seconds"), "hugepages": out["system"].get("hugepages"),
-            "cache_l1d": out["cache"].get("l1d"), "cache_l2": out["cache"].get("l2"),
+            "huge_kb": r.get("huge_kb"), "cache_l1d": out["cache"].get("l1d"), "cache_l2": out["cache"].get("l2"),
             "cache_l3": out["cache"].get("l3"), "record": rec.get("_path")})
     return rows
 

@@ -1,6 +1,7 @@
 /* See mb_common.h. */
 #define _GNU_SOURCE
 #include "mb_common.h"
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -129,6 +130,28 @@ long mb_page_nodes(const void *buf, size_t len, long counts[], long *unknown)
         }
     }
     return npages;
+}
+
+long mb_huge_kb(const void *buf, size_t len)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    uintptr_t lo = (uintptr_t)buf, hi = lo + len;
+    char line[512];
+    int inside = 0;
+    long kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long start, end, v;
+        /* a mapping's first line, "start-end perms ...", starts with a lower-case hex
+           digit; its fields ("Size:", "AnonHugePages:", "VmFlags:") with a capital */
+        if (isxdigit((unsigned char)line[0]) && !isupper((unsigned char)line[0]) &&
+            sscanf(line, "%lx-%lx ", &start, &end) == 2)
+            inside = start < hi && end > lo;
+        else if (inside && sscanf(line, "AnonHugePages: %lu kB", &v) == 1)
+            kb += (long)v;
+    }
+    fclose(f);
+    return kb;
 }
 
 int mb_majority_node(const long counts[], long total, double *share)

@@ -22,6 +22,9 @@ void mb_read_caches(int cpu, mb_caches *c);
  * entries; returns pages asked, *unknown gets pages with no node (not present, error). */
 long mb_page_nodes(const void *buf, size_t len, long counts[], long *unknown);
 /* Majority node of counts and its share of all pages asked. */
+/* kB of [buf, buf+len) that transparent huge pages back (AnonHugePages of the mappings
+   it overlaps in /proc/self/smaps), or -1 when smaps cannot be read */
+long mb_huge_kb(const void *buf, size_t len);
 int mb_majority_node(const long counts[], long total, double *share);
 
 void *mb_alloc(size_t len, int hugepages);  /* page-aligned (2 MiB with hugepages, madvised) */

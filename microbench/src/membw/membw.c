@@ -55,6 +55,7 @@ typedef struct {
     int memory_node;        /* majority node of its pages */
     double share;           /* fraction of pages on memory_node */
     long pages;
+    long huge_kb;           /* of the array, backed by transparent huge pages (-1: unknown) */
     char by_node[512];      /* node:pages of every node holding some */
 } placement;
 
@@ -62,10 +63,10 @@ static void print_result(const char *mode, size_t size, int threads, int thread,
                          int cpu_after, const placement *pl, int rep, long passes, size_t bytes, double secs)
 {
     printf("result: bench=membw mode=%s size_bytes=%zu threads=%d thread=%d reader_cpu=%d reader_node=%d "
-           "alloc_cpu=%d alloc_node=%d memory_node=%d pages=%ld pages_by_node=%s pages_on_memory_node=%.6f rep=%d passes=%ld "
-           "bytes=%zu seconds=%.6f migrated=%d value=%.2f unit=MB/s\n",
+           "alloc_cpu=%d alloc_node=%d memory_node=%d pages=%ld pages_by_node=%s pages_on_memory_node=%.6f huge_kb=%ld rep=%d "
+           "passes=%ld bytes=%zu seconds=%.6f migrated=%d value=%.2f unit=MB/s\n",
            mode, size, threads, thread, cpu, node, pl->cpu, pl->node, pl->memory_node, pl->pages, pl->by_node, pl->share,
-           rep, passes, bytes * (size_t)passes, secs, cpu_after != cpu, (double)bytes * (double)passes / secs / 1e6);
+           pl->huge_kb, rep, passes, bytes * (size_t)passes, secs, cpu_after != cpu, (double)bytes * (double)passes / secs / 1e6);
 }
 
 int main(int argc, char **argv)
@@ -125,6 +126,7 @@ int main(int argc, char **argv)
                 mb_where(&pl.cpu, &pl.node);
                 long counts[MB_MAX_NODES], unknown;
                 pl.pages = mb_page_nodes(a, n * sizeof(double), counts, &unknown);
+                pl.huge_kb = mb_huge_kb(a, n * sizeof(double));
                 pl.memory_node = mb_majority_node(counts, pl.pages, &pl.share);
                 mb_format_nodes(counts, pl.by_node, sizeof pl.by_node);
             }

@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     char *buf = NULL;
     size_t lines = 0;
     int alloc_cpu = -1, alloc_node = -1, memory_node = -1;
-    long pages = 0;
+    long pages = 0, huge_kb = -1;
     double share = 0;
     char by_node[512] = "none";
 
@@ -134,6 +134,7 @@ int main(int argc, char **argv)
                 mb_where(&alloc_cpu, &alloc_node);
                 long counts[MB_MAX_NODES], unknown;
                 pages = mb_page_nodes(buf, lines * stride, counts, &unknown);
+                huge_kb = mb_huge_kb(buf, lines * stride);
                 memory_node = mb_majority_node(counts, pages, &share);
                 mb_format_nodes(counts, by_node, sizeof by_node);
                 if (dump_chain) {   /* test mode: the chain as it is in memory, line by line */
@@ -164,10 +165,10 @@ int main(int argc, char **argv)
                         }
                         printf("result: bench=memlat mode=chase size_bytes=%zu stride=%zu lines=%zu threads=%d "
                                "thread=%d reader_cpu=%d reader_node=%d alloc_cpu=%d alloc_node=%d memory_node=%d "
-                               "pages=%ld pages_by_node=%s pages_on_memory_node=%.6f rep=%d loads=%ld seconds=%.6f migrated=%d "
-                               "value=%.3f unit=ns\n",
+                               "pages=%ld pages_by_node=%s pages_on_memory_node=%.6f huge_kb=%ld rep=%d loads=%ld seconds=%.6f "
+                               "migrated=%d value=%.3f unit=ns\n",
                                lines * stride, stride, lines, nthreads, tid, cpu, node, alloc_cpu, alloc_node,
-                               memory_node, pages, by_node, share, r, steps, secs, after != cpu, secs / (double)steps * 1e9);
+                               memory_node, pages, by_node, share, huge_kb, r, steps, secs, after != cpu, secs / (double)steps * 1e9);
                         results++;
                     }
                     fflush(stdout);
