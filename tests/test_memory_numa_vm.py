@@ -121,13 +121,21 @@ def test_first_touch_cells_wrote_on_the_memory_node_and_read_elsewhere(vm):
 
 
 def test_capture_agrees_with_the_benchmark(vm):
-    """numaplace's own numa_maps capture saw the pages where the benchmark said."""
+    """numaplace's own numa_maps capture saw the pages where the benchmark said, in every
+    run whose buffer the sampler caught; runs it missed (the buffer lived between two
+    samples) are judged unknown, never ok or drift."""
+    judged = 0
     for rid, rec in vm["records"].items():
-        nm = (rec.get("captures") or {}).get("numa_maps") or {}
-        view = nm.get(footprint_basis(rec))      # the sample fidelity judges: the peak
-        if not view:
+        memory_verdict = judge(rec)["memory"]
+        if memory_verdict["verdict"] == "unknown":     # says why (too little data seen, ...)
             continue
+        judged += 1
+        nm = rec["captures"]["numa_maps"]
+        view = nm[footprint_basis(rec)]             # the sample fidelity judges: the peak
         data = {int(n): b for n, b in view["data_bytes"].items()}
         _, memory = cell(rec)
         assert data.get(memory, 0) / sum(data.values()) >= 0.9, (rid, data)
-        assert judge(rec)["memory"]["verdict"] == "ok", (rid, judge(rec)["memory"])
+        assert memory_verdict["verdict"] == "ok", (rid, memory_verdict)
+    sys.stderr.write(f"numa_maps capture judged {judged} of {len(vm['records'])} memory runs "
+                     "(the rest too short for the sampler to see their buffer)\n")
+    assert judged >= 1

@@ -34,8 +34,9 @@ from numaplace import membench_output  # noqa: E402
 
 def build(bench):
     tree = SCRATCH / "microbench" / "src"
-    if not tree.exists():
-        shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"))
+    # the source as it is now (copy2 keeps mtimes, so make rebuilds what changed)
+    shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"),
+                    dirs_exist_ok=True)
     subprocess.run(["make", "-s", bench.upper(), "CLASS=X"], cwd=tree, check=True, stdout=subprocess.DEVNULL)
     return tree / "bin" / f"{bench}.X.x"
 
