@@ -14,13 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from numaplace.fidelity import footprint_basis, judge
 from numaplace.memory_tables import record_rows
-from numaplace.study import load_study_file
 
-from test_numa_vm import GUEST_SCRIPT, PLATFORM, REPO, _skip_unless_numa_vm, run_in_guest
+from test_numa_vm import GUEST_SCRIPT, REPO, _skip_unless_numa_vm, run_in_guest, vm_study
 
 
 SMALL = ["--reps", "1", "--min-time", "0.01"]
@@ -42,11 +40,7 @@ def vm(numaplace_wheel, tmp_path_factory):
     tool = _skip_unless_numa_vm()
     from numaplace.build import build
     base = tmp_path_factory.mktemp("numa-vm-memory")
-    config_dir = base / "config"
-    (config_dir / "platforms").mkdir(parents=True)
-    (config_dir / "platforms" / "vm4.yaml").write_text(yaml.safe_dump(PLATFORM, sort_keys=False))
-    (config_dir / "vmmem.yaml").write_text(yaml.safe_dump(STUDY, sort_keys=False))
-    study = load_study_file(config_dir / "vmmem.yaml", config_dir)
+    study = vm_study(base, "vmmem", STUDY)
     binaries = {}
     for bench in ("membw", "memlat"):
         d = base / "build"

@@ -82,6 +82,16 @@ def _skip_unless_numa_vm():
     return tool
 
 
+def vm_study(base, name, data):
+    """The study `data` planned against the guest's 4-node platform (vm4), from files
+    under base/config as a user's would be."""
+    config_dir = base / "config"
+    (config_dir / "platforms").mkdir(parents=True)
+    (config_dir / "platforms" / "vm4.yaml").write_text(yaml.safe_dump(PLATFORM, sort_keys=False))
+    (config_dir / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_study_file(config_dir / f"{name}.yaml", config_dir)
+
+
 def _vm_opts(shares):
     opts = ["--nodes", "4", "--cpus-per-node", "2", "--mem-per-node", "1G",
             "--sysctl", "kernel.numa_balancing=0"]
@@ -129,12 +139,7 @@ def vm(npb_build, numaplace_wheel, official_npb_jobs, tmp_path_factory):
     tool = _skip_unless_numa_vm()
     t0 = time.monotonic()
     base = tmp_path_factory.mktemp("numa-vm")
-    config_dir = base / "config"
-    (config_dir / "platforms").mkdir(parents=True)
-    (config_dir / "platforms" / "vm4.yaml").write_text(yaml.safe_dump(PLATFORM, sort_keys=False))
-    study_file = config_dir / "vmtest.yaml"
-    study_file.write_text(yaml.safe_dump(STUDY, sort_keys=False))
-    study = load_study_file(study_file, config_dir)
+    study = vm_study(base, "vmtest", STUDY)
 
     jobs = []
     for r in study.runs:

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import need_rig
-from test_numa_vm import GUEST_SCRIPT, PLATFORM, _skip_unless_numa_vm
+from test_numa_vm import GUEST_SCRIPT, _skip_unless_numa_vm, vm_study
 
 from numaplace.fidelity import judge
-from numaplace.study import Study, load_study_file
+from numaplace.study import Study
 from numaplace.topology import from_sysfs, load_platform
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,11 +63,7 @@ def shares_of(point):
 def balancing(npb_build, numaplace_wheel, tmp_path_factory):
     tool = _skip_unless_numa_vm()
     base = tmp_path_factory.mktemp("numa-vm-balancing")
-    config_dir = base / "config"
-    (config_dir / "platforms").mkdir(parents=True)
-    (config_dir / "platforms" / "vm4.yaml").write_text(yaml.safe_dump(PLATFORM, sort_keys=False))
-    (config_dir / "vmbalancing.yaml").write_text(yaml.safe_dump(BAL_STUDY, sort_keys=False))
-    study = load_study_file(config_dir / "vmbalancing.yaml", config_dir)
+    study = vm_study(base, "vmbalancing", BAL_STUDY)
     jobs = []
     for setting in ("off", "on"):
         for r in study.runs:

@@ -5,6 +5,7 @@ Prints, per kind, how many are refused with numaplace's one line (exit ≠ 0, ex
 `invalid study: ` line, no traceback, no job listed, nothing written under results/),
 refused otherwise, or accepted; and the slowest wall time and largest peak RSS."""
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -13,9 +14,19 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from test_bad_input import CASES, KINDS, write_case  # noqa: E402
+from _common import REPO  # the script's folder is on sys.path
+
+
+def _corpus():
+    """The cases of tests/test_bad_input.py, loaded from its file (tests/ is no package)."""
+    spec = importlib.util.spec_from_file_location("bad_input_cases", REPO / "tests" / "test_bad_input.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_cases = _corpus()
+CASES, KINDS, write_case = _cases.CASES, _cases.KINDS, _cases.write_case
 
 
 def run_case(case, timeout):

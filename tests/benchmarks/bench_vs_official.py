@@ -16,7 +16,6 @@ import hashlib
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
 from _common import REPO, SCRATCH
 from numaplace import npb_output

@@ -121,10 +121,10 @@ def _legend(ax, items):
 
 
 def elide(g, max_rows):
-    """(rows to draw, summary of the rows left out or None) of g, ordered best first: the
-    first and last max_rows // 2 rows of g, and a row `gap` between them (index None)
-    standing for the rest. Rows with no ok run are kept in the shown tail: they are what
-    went wrong, never summarised away."""
+    """(rows to draw, the rows left out or None) of g, ordered best first: the first and
+    last max_rows // 2 rows of g (the gap row goes between them, see _gap_rows). Rows
+    with no ok run are kept in the shown tail: they are what went wrong, never
+    summarised away."""
     if len(g) <= max_rows:
         return g, None
     k = max_rows // 2
@@ -151,10 +151,25 @@ def _gap_text(hidden, vals, what, table="summary.csv"):
     return "; ".join(bits) + f": every one is in tables/{table}"
 
 
-def _with_gap(shown, hidden, k):
-    """Rows to draw: shown's rows, with a None marking the gap after the first k."""
-    rows = list(shown.index)
-    return rows if hidden is None else rows[:k] + [None] + rows[k:]
+def _cut_middle(df, k, limit):
+    """(the first and the last k rows of df, the rows between them), or (df, None) when
+    df has no more than limit rows."""
+    if len(df) <= limit:
+        return df, None
+    return pd.concat([df.iloc[:k], df.iloc[len(df) - k:]]), df.iloc[k:len(df) - k]
+
+
+def _gap_rows(labels, k, hidden):
+    """(tick labels, y of the drawn rows from the top, y of the gap row or None): with
+    rows left out, a gap row "⋮ N more" follows the first k."""
+    if hidden is None:
+        return labels, np.arange(len(labels))[::-1], None
+    ys = np.arange(len(labels) + 1)[::-1]
+    return labels[:k] + [f"⋮ {len(hidden)} more"] + labels[k:], np.delete(ys, k), ys[k]
+
+
+def _draw_gap(ax, y_gap, text):
+    ax.text(0, y_gap, text, va="center", fontsize=8, style="italic")
 
 
 # -- duration per placement ----------------------------------------------------------
@@ -166,26 +181,19 @@ def duration_figures(summary, w):
         measured = g[g["n"] > 0]
         best = measured["time_median_s"].idxmin() if len(measured) > 1 else None
         worst = measured["time_median_s"].idxmax() if len(measured) > 1 else None
-        shown, hidden = elide(g, cfg["max_rows"])
-        rows = _with_gap(shown, hidden, cfg["max_rows"] // 2)
         names = dict(zip(g.index, display_labels(g)))
-        labels = [_wrap(names[i], cfg["label_width"]) if i is not None else f"⋮ {len(hidden)} more"
-                  for i in rows]
+        g, hidden = elide(g, cfg["max_rows"])
+        labels, y, y_gap = _gap_rows([_wrap(names[i], cfg["label_width"]) for i in g.index],
+                                     cfg["max_rows"] // 2, hidden)
         fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
-        y = np.arange(len(rows))[::-1]
-        drawn = g.reindex([i for i in rows if i is not None])
-        yd = np.array([yi for yi, i in zip(y, rows) if i is not None])
         colors = [COLORS["best"] if i == best else COLORS["worst"] if i == worst else COLORS["bar"]
-                  for i in drawn.index]
-        _whisker_bars(ax, yd, drawn["time_median_s"], drawn["time_min_s"], drawn["time_max_s"], colors, 0.6)
+                  for i in g.index]
+        _whisker_bars(ax, y, g["time_median_s"], g["time_min_s"], g["time_max_s"], colors, 0.6)
         xmax = np.nanmax(g["time_max_s"].to_numpy(dtype=float)) if g["n"].sum() else 1.0
         xmax = xmax if xmax > 0 else 1.0
-        for yi, i in zip(y, rows):
-            if i is None:
-                ax.text(0, yi, _gap_text(hidden, hidden["time_median_s"], "medians {} s"), va="center",
-                        fontsize=8, style="italic")
-                continue
-            r = g.loc[i]
+        if hidden is not None:
+            _draw_gap(ax, y_gap, _gap_text(hidden, hidden["time_median_s"], "medians {} s"))
+        for yi, (_, r) in zip(y, g.iterrows()):
             bits = [f"n={int(r['n'])}"]
             if r["n_failed"]:
                 bits.append(f"{int(r['n_failed'])} failed")
@@ -201,7 +209,7 @@ def duration_figures(summary, w):
             ax.text(x + 0.01 * xmax, yi, text, va="center", fontsize=8)
         _finish_barh(w, fig, ax, "duration",
                      f"{FIGURES['duration']} — {_case_title(bench, cls, variant, threads)}",
-                     (bench, cls, variant, threads), y, labels, xmax,
+                     (bench, cls, variant, threads), np.arange(len(labels))[::-1], labels, xmax,
                      "NPB time (s): median, whiskers min–max over ok runs")
 
 
@@ -276,20 +284,14 @@ def pages_figures(numa_pages, summary, w):
         med = [order.get(k, np.nan) for k in keys]
         table = table.assign(_m=med).sort_values("_m", na_position="last").drop(columns="_m")
         k = cfg["max_rows"] // 2
-        hidden = None
-        if len(table) > cfg["max_rows"]:           # best and worst by time, the rest summarised
-            hidden = table.iloc[k:len(table) - k]
-            table = pd.concat([table.iloc[:k], table.iloc[len(table) - k:]])
+        table, hidden = _cut_middle(table, k, cfg["max_rows"])   # best and worst by time
         big = table.to_numpy().sum(axis=1).max() >= 2 ** 30
         unit, div = ("GiB", 2 ** 30) if big else ("MiB", 2 ** 20)
         case = summary[(summary["bench"] == bench) & (summary["class"] == cls) &
                        (summary["variant"] == variant) & (summary["threads"] == threads)]
         shown = dict(zip(case["placement_id"], display_labels(case)))
-        labels = [_wrap(shown.get(pid, p), cfg["label_width"]) for pid, p in table.index]
-        y = np.arange(len(table))[::-1]
-        if hidden is not None:                     # the gap row between best and worst
-            labels.insert(k, f"⋮ {len(hidden)} more")
-            y = np.delete(np.arange(len(table) + 1)[::-1], k)
+        labels, y, y_gap = _gap_rows([_wrap(shown.get(pid, p), cfg["label_width"]) for pid, p in table.index],
+                                     k, hidden)
         fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
         left = np.zeros(len(table))
         for j, node in enumerate(table.columns):
@@ -302,13 +304,12 @@ def pages_figures(numa_pages, summary, w):
             txt = f"{tot:.3g} {unit}" + (f", {int(p):,} pages" if pd.notna(p) else "")
             ax.text(tot + 0.01 * xmax, yi, txt, va="center", fontsize=8)
         if hidden is not None:
-            ax.text(0, len(table) - k, _gap_text(hidden, hidden.to_numpy().sum(axis=1) / div, "{} " + unit,
-                                                 "numa_pages.csv"), va="center", fontsize=8, style="italic")
-            y = np.arange(len(labels))[::-1]
+            _draw_gap(ax, y_gap, _gap_text(hidden, hidden.to_numpy().sum(axis=1) / div, "{} " + unit,
+                                           "numa_pages.csv"))
         ax.legend(loc="lower right", fontsize=8, frameon=False, ncol=min(len(table.columns), 4))
         _finish_barh(w, fig, ax, "pages",
                      f"{FIGURES['pages']} — {_case_title(bench, cls, variant, threads)}",
-                     (bench, cls, variant, threads), y, labels, xmax,
+                     (bench, cls, variant, threads), np.arange(len(labels))[::-1], labels, xmax,
                      f"data pages at the steady footprint per NUMA node ({unit}; median over ok runs)")
 
 
@@ -326,19 +327,15 @@ def serial_init_figures(summary, w):
         if both.empty:
             continue
         both = both.sort_index(level=["threads", "placement"])
-        hidden, k = None, cfg["max_rows"] // 4      # two bars a row: half as many rows
+        k = cfg["max_rows"] // 4                    # two bars a row: half as many rows
+        si_over_default = both[("time_median_s", "serial-init")] / both[("time_median_s", "default")]
         if len(both) > 2 * k:                       # the k most and least helped by serial init
-            ratio = (both[("time_median_s", "serial-init")] / both[("time_median_s", "default")]).sort_values()
-            both = both.loc[ratio.index]
-            hidden, ratios = both.iloc[k:len(both) - k], ratio.iloc[k:len(both) - k]
-            both = pd.concat([both.iloc[:k], both.iloc[len(both) - k:]])
+            both = both.loc[si_over_default.sort_values().index]
+        both, hidden = _cut_middle(both, k, 2 * k)
         one = g.drop_duplicates(["threads", "placement_id"])        # both variants share labels
         shown = dict(zip(zip(one["threads"], one["placement_id"]), display_labels(one)))
-        labels = [_wrap(f"{t} thr · {shown.get((t, pid), p)}", cfg["label_width"]) for t, pid, p in both.index]
-        y = np.arange(len(both))[::-1].astype(float)
-        if hidden is not None:
-            labels.insert(k, f"⋮ {len(hidden)} more")
-            y = np.delete(np.arange(len(both) + 1)[::-1], k).astype(float)
+        labels, y, y_gap = _gap_rows([_wrap(f"{t} thr · {shown.get((t, pid), p)}", cfg["label_width"])
+                                      for t, pid, p in both.index], k, hidden)
         fig, ax = plt.subplots(figsize=(cfg["width"], 1.4 + 0.75 * len(labels) + 0.2 * sum(lab.count("\n") for lab in labels)))
         h = 0.38
         xmax = np.nanmax(both["time_max_s"].to_numpy(dtype=float))
@@ -354,13 +351,11 @@ def serial_init_figures(summary, w):
             ax.text(r[("time_max_s", "default")] + 0.01 * xmax, yi + h / 2, f"{d:.2f} s",
                     va="center", fontsize=8)
         if hidden is not None:
-            ax.text(0, len(both) - k, _gap_text(hidden, ratios, "serial-init/default ×{}"), va="center",
-                    fontsize=8, style="italic")
-            y = np.arange(len(labels))[::-1].astype(float)
+            _draw_gap(ax, y_gap, _gap_text(hidden, si_over_default[hidden.index], "serial-init/default ×{}"))
         _legend(ax, [("default", COLORS["default"]), ("serial-init", COLORS["serial-init"])])
         _finish_barh(w, fig, ax, "serial_init", f"{FIGURES['serial_init']} — {_case_title(bench, cls)}",
-                     (bench, cls, None, None), y, labels, xmax, "NPB time (s): median, whiskers min–max",
-                     xspan=1.3)
+                     (bench, cls, None, None), np.arange(len(labels))[::-1], labels, xmax,
+                     "NPB time (s): median, whiskers min–max", xspan=1.3)
 
 
 # -- variability ---------------------------------------------------------------------
@@ -369,19 +364,15 @@ def variability_figures(summary, w):
     cfg = w.cfg
     for (bench, cls, variant), g in summary.groupby(["bench", "class", "variant"], sort=True):
         names = dict(zip(g.index, display_labels(g)))
-        hidden, k = None, cfg["max_rows"] // 2
+        k = cfg["max_rows"] // 2
         if len(g) > cfg["max_rows"]:               # the most and the least variable
             g = g.sort_values(["time_cv", "threads", "placement"], ascending=[False, True, True],
                               na_position="last")
-            hidden = g.iloc[k:len(g) - k]
-            g = pd.concat([g.iloc[:k], g.iloc[len(g) - k:]])
         else:
             g = g.sort_values(["threads", "placement"])
-        labels = [_wrap(f"{int(t)} thr · {names[i]}", cfg["label_width"]) for i, t in zip(g.index, g["threads"])]
-        y = np.arange(len(g))[::-1]
-        if hidden is not None:
-            labels.insert(k, f"⋮ {len(hidden)} more")
-            y = np.delete(np.arange(len(g) + 1)[::-1], k)
+        g, hidden = _cut_middle(g, k, cfg["max_rows"])
+        labels, y, y_gap = _gap_rows([_wrap(f"{int(t)} thr · {names[i]}", cfg["label_width"])
+                                      for i, t in zip(g.index, g["threads"])], k, hidden)
         fig, ax = plt.subplots(figsize=(cfg["width"], _height(labels, cfg)))
         cv = 100 * g["time_cv"].to_numpy(dtype=float)
         ok = ~np.isnan(cv)
@@ -391,10 +382,8 @@ def variability_figures(summary, w):
             text = f"{c:.1f}% (n={int(r['n'])})" if not np.isnan(c) else f"n={int(r['n'])}: CV needs ≥ 2 ok runs"
             ax.text((0 if np.isnan(c) else c) + 0.01 * xmax, yi, text, va="center", fontsize=8)
         if hidden is not None:
-            ax.text(0, len(g) - k, _gap_text(hidden, 100 * hidden["time_cv"], "CV {} %"), va="center",
-                    fontsize=8, style="italic")
-            y = np.arange(len(labels))[::-1]
-        ax.set_yticks(y, labels)
+            _draw_gap(ax, y_gap, _gap_text(hidden, 100 * hidden["time_cv"], "CV {} %"))
+        ax.set_yticks(np.arange(len(labels))[::-1], labels)
         _rows(ax, len(labels))
         ax.set_xlim(0, xmax * 1.4)
         ax.set_xlabel("coefficient of variation of NPB time (%, std/mean over ok runs)")
