@@ -292,3 +292,17 @@ def test_memory_benchmarks_are_judged_at_their_peak_not_the_tail_after_free():
 def test_npb_kernels_are_still_judged_at_the_steady_footprint():
     v = judge(_freed_tail("cg"))
     assert v["memory"]["basis"] == "steady" and v["memory"]["bytes"] == 1020 * 1024
+
+
+def test_memory_benchmark_peak_below_its_buffer_is_unknown_not_drift():
+    """The sampler caught the 8 MiB buffer mid first touch (1.04 MiB of it on the memory
+    node, the reader's 120 KiB runtime on its own node): numa-vm CI, memlat r2 m1."""
+    rec = record(cpus="4-5", nodes="2", memory="local", data={1: 1093632, 2: 122880},
+                 policies={"default": 1216512})
+    rec["bench"] = "memlat"
+    rec["captures"]["threads"] = pinned((1, 4), (2, 5))
+    rec["output"] = {"threads": 2, "results": [{"size_bytes": 8 << 20, "thread": t} for t in (0, 1)]}
+    m = judge(rec)["memory"]
+    assert m["verdict"] == "unknown" and "less than the 8.0 MiB buffer" in m["reason"], m
+    rec["captures"]["numa_maps"]["peak"]["data_bytes"] = {"1": 8 << 20, "2": 122880}
+    assert judge(rec)["memory"]["verdict"] != "unknown"

@@ -148,7 +148,7 @@ def _memory(rec, nodes_of_cpus, cfg):
     caps = rec.get("captures") or {}
     nm = caps.get("numa_maps") or {}
     p = rec["placement"]
-    judged, basis, unknown = _judged_footprint(nm, caps, int(p["threads"]), cfg, footprint_basis(rec))
+    judged, basis, unknown = _judged_footprint(rec, nm, caps, int(p["threads"]), cfg, footprint_basis(rec))
     if unknown:
         return {"verdict": "unknown", "reason": unknown}
     by_node = {int(n): b for n, b in judged["data_bytes"].items()}
@@ -196,7 +196,7 @@ def footprint_basis(rec):
     return want if want in nm else "peak"
 
 
-def _judged_footprint(nm, caps, expected, cfg, basis):
+def _judged_footprint(rec, nm, caps, expected, cfg, basis):
     """(the sample to judge, its name, None), or (None, None, why it cannot be judged)."""
     peak = nm.get("peak")
     judged = nm.get(basis)
@@ -212,6 +212,11 @@ def _judged_footprint(nm, caps, expected, cfg, basis):
     if total < max(cfg["memory_min_bytes"], 1):
         return None, None, (f"only {total} bytes of data pages at the {basis} "
                             f"footprint (< memory_min_bytes {cfg['memory_min_bytes']}): too little to judge")
+    kind = KINDS.get(rec.get("bench"))
+    needed = kind.working_set_bytes(rec.get("output")) if kind else None
+    if needed and total < needed:
+        return None, None, (f"the {basis} sample holds {_mib(total)} of data, less than the "
+                            f"{_mib(needed)} buffer: the sampler caught it before it was all touched")
     team = judged.get("team")
     if team is not None and team < expected:
         return None, None, (f"the footprint settled at {_mib(total)} before the "

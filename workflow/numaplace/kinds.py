@@ -57,6 +57,11 @@ class Kind:
         """(seconds one thread needs, resident MiB) for batch-system requests."""
         raise NotImplementedError
 
+    def working_set_bytes(self, output):
+        """Bytes the run's judged footprint must hold to have seen its working set, from
+        its parsed output; None when the output does not say."""
+        return None
+
 
 class NPBKernel(Kind):
     family = "npb"
@@ -150,6 +155,11 @@ class MemoryBench(Kind):
             return "unverified", (f"{self.name}'s own check failed (buffer changed or chain broken; "
                                   f"exit status {exit_status})")
         return super().outcome(output, exit_status)
+
+    def working_set_bytes(self, output):
+        # the largest buffer measured: a sample that holds less caught it mid first touch
+        sizes = [r.get("size_bytes") or 0 for r in (output or {}).get("results") or []]
+        return max(sizes) if sizes else None
 
     def estimate(self, cls):
         # time and size depend on the args; a full latency sweep to 4x a large LLC with 5
