@@ -171,10 +171,48 @@ def test_a_killed_run_is_restored_by_the_next_start(tmp_path):
     assert not state.exists()
 
 
-def test_state_file_is_under_the_studys_results():
-    rp = Path("results/quick/runs/cg.S.default.x.r1/record.json")
-    import socket
-    assert system.state_file_for(rp) == Path("results/quick").resolve() / f"system-restore.{socket.gethostname()}.json"
+def test_state_file_is_beside_the_machine_lock(tmp_path, monkeypatch):
+    """One per machine, whatever study ran: the next run of any study restores it."""
+    from numaplace import guard
+    monkeypatch.setattr(guard, "lock_path", lambda: tmp_path / guard.LOCK_NAME)
+    assert system.state_file() == tmp_path / "numaplace-system-restore.json"
+
+
+def test_balancing_is_set_and_the_system_read_only_under_the_machine_lock(tmp_path, monkeypatch):
+    """Two studies on one machine: a run waiting for the lock must not change the sysctl
+    (nor restore another run's leftover) while the other run measures."""
+    import fcntl
+    from contextlib import contextmanager
+    from numaplace import guard, runner
+    lock = tmp_path / guard.LOCK_NAME
+    monkeypatch.setattr(guard, "lock_path", lambda: lock)
+    seen = []
+
+    def held():
+        with open(lock) as other:
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(other, fcntl.LOCK_UN)
+            return False
+
+    @contextmanager
+    def balancing(cfg, state):
+        seen.append(("balancing", held()))
+        yield
+
+    class Run:
+        def __init__(self, *a, **k):
+            seen.append(("settings read", held()))
+
+        def execute(self):
+            return {}
+
+    monkeypatch.setattr(system, "balancing_for_run", balancing)
+    monkeypatch.setattr(runner, "_Run", Run)
+    runner.execute({"system": {"numa_balancing": "off"}}, "/bin/true", tmp_path / "r/record.json")
+    assert seen == [("balancing", True), ("settings read", True)]
 
 
 def test_refused_before_any_run_where_numaplace_may_not(tmp_path, monkeypatch):
@@ -252,7 +290,7 @@ def test_record_has_system_and_pages_over_time(npb_build, tmp_path):
     pts = rec["captures"]["pages_over_time"]
     assert pts and all(set(p) == {"t", "data_bytes"} for p in pts)
     assert pts[-1]["data_bytes"] == rec["captures"]["numa_maps"]["last"]["data_bytes"]
-    assert not list((tmp_path / "results/t").glob("system-restore*"))
+    assert not system.state_file().exists()
 
 
 # -- migration judging ---------------------------------------------------------------------
@@ -298,6 +336,10 @@ def test_migration_ok_when_pages_stayed_and_not_for_membind():
     assert migration(bound) is None
     one = _with_balancing(rec, 1, [(1.0, {0: total})])
     assert migration(one)["verdict"] == "unknown"
+    # balancing on and the pages not followed: the run is not known to have kept them
+    if judge(json.loads(FIXTURE.read_text()))["verdict"] == "ok":
+        j = judge(one)
+        assert j["verdict"] == "unknown" and "migration: numa_balancing on, but 1 sample(s)" in j["reason"]
 
 
 def test_migration_of_an_older_record_uses_peak_and_last():

@@ -278,7 +278,8 @@ def judge(rec, thresholds=None):
     th = _threads(rec, cpus)
     mem = _memory(rec, nodes_of_cpus, cfg)
     mig = migration(rec, cfg)       # pages moved by automatic NUMA balancing (None: n/a)
-    parts = (th["verdict"], mem["verdict"], "drift" if (mig or {}).get("verdict") == "drift" else "ok")
+    # with balancing on, pages that could not be followed over time are not known to have stayed
+    parts = (th["verdict"], mem["verdict"], (mig or {}).get("verdict", "ok"))
     overall = "drift" if "drift" in parts else ("unknown" if "unknown" in parts else "ok")
     out.update(verdict=overall, threads=th, memory=mem, settings=cfg)
     if mig is not None:
@@ -287,8 +288,9 @@ def judge(rec, thresholds=None):
         out["reasons"] = [f"{k}: {r}" for k, a in (("threads", th), ("memory", mem), ("migration", mig or {}))
                           for r in a.get("reasons", [])]
     elif overall == "unknown":
-        out["reason"] = "; ".join(f"{k}: {a['reason']}" for k, a in (("threads", th), ("memory", mem))
-                                  if a["verdict"] == "unknown")
+        out["reason"] = "; ".join(f"{k}: {a['reason']}" for k, a in (("threads", th), ("memory", mem),
+                                                                    ("migration", mig or {}))
+                                  if a.get("verdict") == "unknown")
     return out
 
 

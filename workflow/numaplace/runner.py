@@ -120,9 +120,12 @@ def execute(spec, binary, record_path):
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
     own_cpus = os.sched_getaffinity(0)
-    try:      # the study's kernel.numa_balancing for this run, restored after (system.py)
-        with system.balancing_for_run(spec.get("system"), system.state_file_for(record_path)):
-            return _Run(spec, binary, record_path).execute()
+    try:
+        # No other measured run on this machine meanwhile: the lock spans the study's
+        # kernel.numa_balancing (set, then restored, system.py) and the settings read.
+        with machine_lock() as waited, \
+                system.balancing_for_run(spec.get("system"), system.state_file()):
+            return _Run(spec, binary, record_path, lock_wait_s=waited).execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
@@ -132,7 +135,7 @@ def execute(spec, binary, record_path):
 class _Run:
     """One measured run, step by step; every step that ends the run writes its record."""
 
-    def __init__(self, spec, binary, record_path):
+    def __init__(self, spec, binary, record_path, lock_wait_s=0.0):
         self.record_path = Path(record_path)
         self.rundir = self.record_path.parent
         self.binary = Path(binary).resolve()
@@ -148,7 +151,7 @@ class _Run:
                     "cwd": str(self.rundir / "work"), **host_facts(), "topology": from_sysfs().to_dict(),
                     "system": system.at_start(),
                     "capture_settings": self.capture, "run_settings": self.runcfg,
-                    "status": None, "reason": None}
+                    "lock_wait_s": lock_wait_s, "status": None, "reason": None}
 
     def execute(self):
         self.rundir.mkdir(parents=True, exist_ok=True)
@@ -157,9 +160,7 @@ class _Run:
         if not self.launcher.on_measured_node:
             self.rec["host_note"] = (f"{self.launcher.name}: host, kernel and topology describe the "
                                      "launch node; the run executes on a compute node")
-        with machine_lock() as waited:          # no other measured run on this machine meanwhile
-            self.rec["lock_wait_s"] = waited
-            return self.check_idle() or self.probe() or self.measure()
+        return self.check_idle() or self.probe() or self.measure()
 
     def finish(self, status, reason=None):
         self.rec["status"], self.rec["reason"] = status, reason

@@ -11,8 +11,11 @@ to another node; the frequency governor and SMT change the times.
 Control (`system: {numa_balancing: off|on}` in a study): set for each measured run
 where numaplace may (root, or the sudo rule in README "Before you measure"), and put
 back afterwards. The previous value is written to a state file *before* the change, so
-that a run killed without a chance to clean up (SIGKILL, a node crash) is put right by
-the next run of the study, which restores it first.
+that a run killed without a chance to clean up (SIGKILL) is put right by the next
+measured run on the machine, of any study, which restores it first. The state file
+sits beside the machine's measurement lock (guard.py), on tmpfs: a reboot, which also
+resets the sysctl, clears it. Runs hold that lock while they set, measure and restore,
+so two studies on one machine never see each other's setting.
 
 Every path is under `root` ("/" on a live machine), so tests can point it at a tree.
 """
@@ -35,7 +38,7 @@ THP = "sys/kernel/mm/transparent_hugepage"
 # /proc/vmstat counters that show balancing at work (system-wide)
 MIGRATION_COUNTERS = ("numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
                       "numa_pages_migrated", "pgmigrate_success", "pgmigrate_fail")
-STATE_FILE = "system-restore.json"
+STATE_FILE = "numaplace-system-restore.json"
 SUDO_RULE = "ALL=(root) NOPASSWD: /usr/sbin/sysctl -qw kernel.numa_balancing=[0-3]"
 
 
@@ -191,12 +194,11 @@ def check_study(system_cfg, where, root=ROOT):
                           f"here (it is {state}): {why}")
 
 
-def state_file_for(record_path):
-    """results/<study>/system-restore.<host>.json for results/<study>/runs/<id>/record.json:
-    one per machine, as results/ may be shared by the nodes of a cluster."""
-    import socket
-    parents = Path(record_path).resolve().parents
-    return parents[min(2, len(parents) - 1)] / STATE_FILE.replace(".json", f".{socket.gethostname()}.json")
+def state_file():
+    """The machine's restore file, beside its measurement lock (one per node of a cluster,
+    whatever results/ folder the studies share)."""
+    from .guard import lock_path
+    return lock_path().with_name(STATE_FILE)
 
 
 # record fields of `system` the report shows per study (runs.csv columns sys_<name>)
@@ -212,8 +214,15 @@ def restore_leftover(state_file, root=ROOT):
     except (OSError, ValueError):
         return None
     set_balancing(state["numa_balancing"], root)
-    state_file.unlink(missing_ok=True)
+    _forget(state_file)
     return state
+
+
+def _forget(state_file):
+    try:
+        state_file.unlink(missing_ok=True)
+    except PermissionError:     # another user's file in a sticky folder: restored all the same
+        pass
 
 
 @contextmanager
@@ -240,4 +249,4 @@ def balancing_for_run(system_cfg, state_file, root=ROOT):
         yield
     finally:
         set_balancing(now, root, how)
-        state_file.unlink(missing_ok=True)
+        _forget(state_file)
