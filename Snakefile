@@ -15,9 +15,7 @@ include: "workflow/rules/common.smk"
 
 wildcard_constraints:
     run=r"[A-Za-z0-9_.-]+",
-    bench="cg|mg|membw|memlat",
-    cls="[SWABCX]",
-    variant="default|serial-init|mcmodel-medium",
+    **KIND_WILDCARDS,  # bench, cls, variant: from numaplace.kinds' registry
 
 
 

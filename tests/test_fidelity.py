@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from numaplace.fidelity import DEFAULTS, judge
+from numaplace.fidelity import judge, thresholds_of
 from numaplace.topology import parse_cpulist
 
 MiB = 2**20
@@ -171,7 +171,7 @@ def test_memory_share_threshold_is_configurable():
     assert judge(rec, {"memory_share_min": 0.8})["verdict"] == "ok"
     v = judge(rec, {"memory_share_min": 0.8})
     assert v["verdict"] == "ok" and v["settings"]["memory_share_min"] == 0.8
-    assert v["settings"]["interleave_tolerance"] == DEFAULTS["interleave_tolerance"]
+    assert v["settings"]["interleave_tolerance"] == thresholds_of()["interleave_tolerance"]
 
 
 def test_thread_outside_the_placement_is_drift():

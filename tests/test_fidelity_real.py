@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from numaplace.fidelity import DEFAULTS, judge
+from numaplace.fidelity import judge, thresholds_of
 from numaplace.records import read_record
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "vm" / "runs"
 SETTINGS = {"memory_share_min": 0.9, "interleave_tolerance": 0.1, "interleave_slack_bytes": 4194304,
-            "memory_min_bytes": 524288}
+            "memory_min_bytes": 524288, "migration_moved_max": 0.05}
 
 
 def load(name):
@@ -27,7 +27,7 @@ DRIFT = "drift-membind3"                   # asked membind 2, pages bound to nod
 
 
 def test_defaults_are_the_documented_ones():
-    assert DEFAULTS == SETTINGS
+    assert thresholds_of() == SETTINGS
 
 
 # -- whole verdicts on real records ---------------------------------------------------------

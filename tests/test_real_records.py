@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from numaplace import plots
 from numaplace.aggregate import build_tables
 from numaplace.fidelity import judge
 from numaplace.records import read_record
+from numaplace.report import summary_markdown
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -109,8 +111,15 @@ def test_short_runs_are_compared_at_their_resolution(tmp_path, template):
     printed times; without Mop/s the comparison is flagged below resolution."""
     write_group(tmp_path, template, "a", "placement a", [0.0, 0.0, 0.0], mops=[float("nan")] * 3)
     write_group(tmp_path, template, "b", "placement b", [0.01, 0.01, 0.01], mops=[float("nan")] * 3)
-    row, _ = best_worst(tmp_path)
+    row, t = best_worst(tmp_path)
     assert row["compared_by"] == "time" and row["below_resolution"]
+    # and the report says so wherever the comparison is shown: answer, best/worst table, figure
+    md = summary_markdown(t, [])
+    assert "100.0%" not in md and md.count("below resolution") >= 2, md
+    w = plots._Writer(tmp_path / "fig", {**plots.defaults("figures"), "formats": ["svg"]})
+    plots.best_worst_figures(t["best_worst"], w)
+    (svg,) = (tmp_path / "fig").rglob("*.svg")
+    assert "below resolution" in svg.read_text() and "100.0%" not in svg.read_text()
     # with Mop/s, the same runs compare exactly
     for d in (tmp_path / "runs").iterdir():
         rec = json.loads((d / "record.json").read_text())

@@ -205,6 +205,11 @@ def test_thresholds_rejudge_without_rerunning_and_a_forced_rerun_keeps_the_recor
     snakemake(wf, "--configfile", "s.yaml")
     assert record.read_bytes() == before
     assert fidelity_in_tables() == [("cg.W.default.n0.r1", "1", "unknown")]
+    # a plot setting: the figures are drawn again, nothing is measured or built
+    (wf / "s.yaml").write_text(yaml.safe_dump({**JUDGED, "fidelity": {"memory_min_bytes": 10**12},
+                                               "figures": {"dpi": 80, "max_rows": 10}}))
+    plan = snakemake(wf, "--configfile", "s.yaml", "-n").out
+    assert "rule measure" not in plan and "rule npb_build" not in plan and "rule plot_figures" in plan, plan[-3000:]
     # a forced re-run: the earlier measurement survives as attempt 1
     snakemake(wf, "--configfile", "s.yaml", "--forcerun", "measure")
     kept = wf / "results/judged/runs/cg.W.default.n0.r1/attempts/1/record.json"

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import numa_maps
+from .capture import NUMASTAT_COUNTERS
 from .fidelity import footprint_basis, judge
 from .placement import label_of
 from .records import iter_records
@@ -51,7 +52,6 @@ GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
 # a run whose CPUs gave more than this share of their time to other processes is flagged
 FOREIGN_LOAD_MAX = 0.05
-NUMASTAT_COUNTERS = ("numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node")
 GIB = 2 ** 30
 
 PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]

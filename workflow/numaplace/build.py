@@ -129,7 +129,7 @@ def check_source(settings, where):
     sha256. Raises ConfigError (one line: file, entry, problem)."""
     source = settings.get("source", BUNDLED_SOURCE)
     sha = settings.get("sha256")
-    if source == "bundled":
+    if source == BUNDLED_SOURCE:
         return
     if "://" in source and not is_url(source):
         raise ConfigError(where, "npb.source", f"{source}: only http(s) URLs or local paths "
@@ -208,7 +208,7 @@ def prepare_tree(settings, variant, tree, bundled):
     if tree.exists():
         shutil.rmtree(tree)              # an interrupted copy: start again
     source = settings.get("source", BUNDLED_SOURCE)
-    if source == "bundled":
+    if source == BUNDLED_SOURCE:
         src = bundled
     else:
         # one download/unpack per build key, shared by its variants
@@ -216,7 +216,7 @@ def prepare_tree(settings, variant, tree, bundled):
     shutil.copytree(src, tree, ignore=shutil.ignore_patterns("build.*", "*.x", "*.o", "*.mod", "make.def"))
     (tree / "bin").mkdir(exist_ok=True)
     version = None
-    if source != "bundled":
+    if source != BUNDLED_SOURCE:
         from .serial_init import transform_tree, tree_version
         version = tree_version(tree)
         if variant == "serial-init":
@@ -281,9 +281,9 @@ def build(settings, variant, bench, cls, tree, binary, log):
 def _build_locked(settings, variant, bench, cls, tree, binary, log):
     k = kind(bench)
     if not k.follows_npb_source:         # the study's npb.source is NPB's, not this kind's
-        settings = {**settings, "source": "bundled"}
+        settings = {**settings, "source": BUNDLED_SOURCE}
     tree = prepare_tree(settings, variant, tree, k.source_dir)
-    args = k.make_args(cls, variant, official=settings.get("source", BUNDLED_SOURCE) != "bundled")
+    args = k.make_args(cls, variant, official=settings.get("source", BUNDLED_SOURCE) != BUNDLED_SOURCE)
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
         f.write("$ " + " ".join(args) + f"   (in {tree})\n")

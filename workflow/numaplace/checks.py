@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import ConfigError, limits as limits_mod
 from . import memory_specs
+from .schema import setting
 from .placement import MEMORY_SPECS, count_choices
 from .topology import check_cpulist_text
 
@@ -37,7 +38,7 @@ def _check_capture(config, where):
 
 
 def _experiment_runs(exp, c, topo, where, entry, limits):
-    reps = exp.get("repetitions", c.get("repetitions", 3))
+    reps = setting("repetitions", c, exp)
     rep_entry = f"{entry}.repetitions" if "repetitions" in exp else "repetitions"
     limits_mod.check(where, rep_entry, "repetitions", reps, "repetitions", limits)
     memories = exp.get("memory") or c.get("memory") or ["local"]
@@ -49,8 +50,8 @@ def _experiment_runs(exp, c, topo, where, entry, limits):
     placements = sum(_spec_placements(spec, topo, where, f"{entry}.placements[{k}]", limits)
                      for k, spec in enumerate(exp["placements"]))
     bindings = len(exp.get("binding") or [None])
-    factor = len(exp.get("benchmarks", c.get("benchmarks", ["cg", "mg"]))) * \
-        len(exp.get("classes", c.get("classes", ["S"]))) * len(exp.get("variants", c.get("variants", ["default"])))
+    factor = len(setting("benchmarks", c, exp)) * \
+        len(setting("classes", c, exp)) * len(setting("variants", c, exp))
     return placements * len(memories) * bindings * reps * factor
 
 

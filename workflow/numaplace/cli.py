@@ -19,6 +19,7 @@ from . import __version__
 
 
 def _parser():
+    from . import pbs          # its dialect names (a light module)
     ap = argparse.ArgumentParser(prog="numaplace", description="NUMA placement studies with the NPB "
                                  "CG and MG kernels. The workflow itself runs with snakemake.")
     ap.add_argument("--version", action="version", version=f"numaplace {__version__}")
@@ -53,11 +54,11 @@ def _parser():
     t.add_argument("--results", required=True, help="results/<study>")
     t.add_argument("--plan")
     t.add_argument("--out", required=True)
-    t.add_argument("--fidelity", default="{}", help="JSON: the study's fidelity thresholds (fidelity.DEFAULTS keys)")
+    t.add_argument("--fidelity", default="{}", help="JSON: the study's fidelity thresholds (the study schema's fidelity section)")
     f = sub.add_parser("figures", help="tables → figures/<kind>/*.svg|png + figures.csv")
     f.add_argument("--tables", required=True)
     f.add_argument("--out", required=True)
-    f.add_argument("--settings", default="{}", help="JSON: plot settings (see plots.DEFAULTS)")
+    f.add_argument("--settings", default="{}", help="JSON: plot settings (the study schema's figures section)")
     s = sub.add_parser("summary", help="tables + figures → summary.md")
     s.add_argument("--tables", required=True)
     s.add_argument("--figures", required=True)
@@ -74,7 +75,7 @@ def _parser():
 
     ps = sub.add_parser("pbs-submit", help="cluster-generic submit command: qsub one Snakemake jobscript, "
                         "print the job id")
-    ps.add_argument("--dialect", choices=("pbspro", "torque"), default="pbspro")
+    ps.add_argument("--dialect", choices=tuple(pbs.DIALECTS), default="pbspro")
     ps.add_argument("--log-dir", default="logs/pbs")
     ps.add_argument("--extra", default="", help="more qsub arguments, for every job")
     ps.add_argument("--exclusive", default=None,
@@ -83,7 +84,7 @@ def _parser():
     ps.add_argument("--print", action="store_true", help="print the qsub command line instead of running it")
     ps.add_argument("jobscript")
     st = sub.add_parser("pbs-status", help="cluster-generic status command: running|success|failed")
-    st.add_argument("--dialect", choices=("auto", "pbspro", "torque"), default="auto")
+    st.add_argument("--dialect", choices=("auto", *pbs.DIALECTS), default="auto")
     st.add_argument("--vanished", choices=("success", "failed"), default="success",
                     help="verdict for a job qstat no longer knows (default success: "
                          "Snakemake still checks that its outputs exist)")

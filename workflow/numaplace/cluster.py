@@ -96,9 +96,3 @@ def queue_resources(study):
     if s.account:
         out["slurm_account"] = s.account
     return out
-
-
-def walltime(minutes):
-    """60 → '01:00:00' (the form qsub -l walltime= takes)."""
-    minutes = int(math.ceil(float(minutes)))
-    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"

@@ -20,22 +20,13 @@ footprint settle with the whole thread team).
 
 judge(record, thresholds) is a pure function called where records are read (tables,
 report): records hold what was measured and observed, never a verdict. Thresholds:
-DEFAULTS, overridden by the study's `fidelity:` section, which no run depends on, so
+the study schema's `fidelity` defaults, overridden by the study's `fidelity:` section, which no run depends on, so
 changing them re-judges every run from its captures and re-runs none.
 """
 from __future__ import annotations
 
 from .kinds import KINDS
 from .topology import format_cpulist, parse_cpulist
-
-DEFAULTS = {
-    "memory_share_min": 0.9,        # data pages on the allowed nodes (and under the policy)
-    "interleave_tolerance": 0.1,    # |share of a node - 1/k| for interleave over k nodes ...
-    "interleave_slack_bytes": 4 * 2**20,  # ... plus this much of the footprint: transparent
-                                    # huge pages (2 MiB) are interleaved whole, so a small
-                                    # footprint cannot be even to better than a few of them
-    "memory_min_bytes": 512 * 1024,  # less data than this at the steady footprint: unknown
-}
 
 # placement memory policy → numa_maps mode names that express it
 POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),
@@ -44,7 +35,9 @@ POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),
 
 
 def thresholds_of(thresholds=None):
-    return {**DEFAULTS, **(thresholds or {})}
+    """The study's thresholds over the schema's defaults (the one place they are written)."""
+    from .schema import defaults
+    return {**defaults("fidelity"), **(thresholds or {})}
 
 
 def _mib(b):
@@ -296,7 +289,6 @@ def judge(rec, thresholds=None):
 
 # -- pages moved by the kernel (automatic NUMA balancing) ----------------------------
 
-MIGRATION_MOVED_MAX = 0.05      # share of the settled footprint's data pages that may change node
 SETTLED = 0.05                  # samples within this of the final footprint: the settled part
 
 
@@ -307,14 +299,14 @@ def migration(rec, thresholds=None):
     From captures.pages_over_time (older records: the peak and last samples): over the
     samples of the settled footprint (the tail within SETTLED of the final size), the
     largest share of pages that changed node since the first of them. drift above
-    `migration_moved_max` (default MIGRATION_MOVED_MAX), with the numbers. None where it
+    `migration_moved_max` (the schema's default 5 %), with the numbers. None where it
     does not apply: balancing off or unknown, a membind/interleave/preferred placement."""
     from .system import balancing_on
     system = rec.get("system") or {}
     p = rec.get("placement") or {}
     if not balancing_on(system) or p.get("memory") != "local":
         return None
-    limit = (thresholds or {}).get("migration_moved_max", MIGRATION_MOVED_MAX)
+    limit = thresholds_of(thresholds)["migration_moved_max"]
     caps = rec.get("captures") or {}
     nm = caps.get("numa_maps") or {}
     points = caps.get("pages_over_time") or [v for v in (nm.get("peak"), nm.get("last")) if v]

@@ -169,3 +169,12 @@ class MemoryBench(Kind):
 
 register(MemoryBench("membw", "membw read bandwidth", "value", "MB/s", True))
 register(MemoryBench("memlat", "memlat pointer-chase latency", "value", "ns", False))
+
+
+def wildcard_constraints():
+    """The Snakefile's bench, cls and variant patterns, from the registered kinds."""
+    def alternatives(values):
+        return "|".join(sorted(set(values)))
+    return {"bench": alternatives(KINDS),
+            "cls": alternatives(c for k in KINDS.values() for c in k.classes),
+            "variant": alternatives(v for k in KINDS.values() for v in k.variants)}

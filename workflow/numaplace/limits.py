@@ -9,19 +9,11 @@ from __future__ import annotations
 
 from . import ConfigError
 
-DEFAULTS = {
-    "repetitions": 1000,     # repetitions of one placement
-    "runs": 20000,           # measured runs in the whole plan
-    "threads": 4096,         # threads of one placement (compact/spread/threads/layout sum)
-    "cpu_id": 8191,          # largest CPU or node id (Linux's largest NR_CPUS is 8192)
-    "choices": 5000,         # node choices of one `nodes: all-choices` layout
-    "symmetries": 5000,      # node permutations kept by `distinct: true`
-}
-
 
 def of(config):
-    """The study's limits: the defaults, raised or lowered by its `limits:` section."""
-    return {**DEFAULTS, **(config.get("limits") or {})}
+    """The study's limits: the schema's defaults, raised or lowered by its `limits:` section."""
+    from .schema import defaults
+    return {**defaults("limits"), **(config.get("limits") or {})}
 
 
 def hint(name, needed):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .kinds import kind
+
 KINDS = ("memory_bandwidth", "memory_latency", "memory_heatmap", "memory_contention")
 
 
@@ -89,7 +91,8 @@ def heatmap_figures(matrix, w):
         for _, row in g.iterrows():
             grid[readers.index(int(row["reader_node"])), mems.index(int(row["memory_node"]))] = row["median"]
         fig, ax = plt.subplots(figsize=(1.6 + 0.7 * len(mems), 1.4 + 0.6 * len(readers)))
-        im = ax.imshow(grid, cmap="viridis_r" if bench == "memlat" else "viridis")
+        # bright = good: high bandwidth, low latency
+        im = ax.imshow(grid, cmap="viridis" if kind(bench).higher_is_better else "viridis_r")
         for i in range(len(readers)):
             for j in range(len(mems)):
                 if not np.isnan(grid[i, j]):

@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import membench_output
+from .kinds import kind
+from .memory_specs import intended_memory_node
 from .records import iter_records
 from .topology import parse_cpulist
 
@@ -41,18 +43,12 @@ def _output(rec):
     if rec.get("output"):
         return rec["output"]
     path = Path(rec["_path"]).parent / "stdout" if rec.get("_path") else None
-    return membench_output.parse(path.read_text(errors="replace")) if path and path.exists() else None
+    return kind(rec["bench"]).parse(path.read_text(errors="replace")) if path and path.exists() else None
 
 
 def intended_node(p, node_of, out):
-    if p.get("memory") == "membind" and p.get("memory_nodes"):
-        nodes = parse_cpulist(p["memory_nodes"])
-        return nodes[0] if len(nodes) == 1 else None
-    if p.get("memory") != "local":
-        return None
-    first = int(p["order"].split(",")[0]) if p.get("order") else parse_cpulist(p["cpus"])[0]
-    node = node_of(first)
-    if node is None and out and out["results"]:
+    node = intended_memory_node(p, node_of)
+    if node is None and p.get("memory") == "local" and out and out["results"]:
         node = out["results"][0].get("alloc_node")        # topology unknown: the binary's word
     return node
 

@@ -33,10 +33,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .artifacts import FIGURES  # noqa: E402
+from .schema import defaults  # noqa: E402
 
 KINDS = tuple(FIGURES)
-DEFAULTS = {"formats": ["svg", "png"], "dpi": 150, "width": 9.0, "label_width": 46,
-            "bar_height": 0.42, "max_rows": 40}
 COLORS = {"bar": "#4c72b0", "best": "#2ca02c", "worst": "#d62728", "default": "#4c72b0",
           "serial-init": "#dd8452", "drift": "#7f7f7f"}
 MANIFEST = "figures.csv"
@@ -256,6 +255,8 @@ def best_worst_figures(best_worst, w):
                 tick += "\none placement"
             elif r["best_median_s"] == r["worst_median_s"]:
                 tick += "\nsame median"
+            elif r["below_resolution"] in (True, "True"):
+                tick += "\nbelow resolution"
             elif pd.notna(r["improvement_pct"]):
                 flag = {"yes": "beyond noise", "no": "within noise", "unknown": "noise unknown"}.get(r["differs"], "")
                 drift = "\nrests on drift" if r["rests_on_drift"] in (True, "True") else ""
@@ -397,7 +398,7 @@ def variability_figures(summary, w):
 def make_figures(tables, out_dir, settings=None):
     """Every figure of KINDS from the tables ({name: DataFrame}, see aggregate.read_tables)
     into out_dir/<kind>/; writes out_dir/figures.csv and returns it as a DataFrame."""
-    cfg = {**DEFAULTS, **(settings or {})}
+    cfg = {**defaults("figures"), **(settings or {})}
     out_dir = Path(out_dir)
     for kind in KINDS:                      # a rerun never leaves figures of vanished cases
         d = out_dir / kind

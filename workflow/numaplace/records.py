@@ -1,5 +1,6 @@
-"""Run records: their format (schemas/record.schema.yaml, checked when a record is
-written and when it is read; older versions migrated on read), writing them so that
+"""Run records: their format (schemas/record.schema.yaml, checked where a record is read,
+never at write time, where a check could only lose a measurement; older versions migrated
+on read), writing them so that
 nothing measured is lost, reading them, and setting failed ones aside so Snakemake runs
 them again.
 

@@ -217,7 +217,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
             ("threads", "threads"), ("best placement", "best_placement"),
             ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
             ("worst placement", "worst_placement"), ("median (s)", lambda r: _s(r["worst_median_s"])),
-            ("n", "worst_n"), ("improvement", lambda r: _pct(r["improvement_pct"])),
+            ("n", "worst_n"), ("improvement", _cost),
             ("beyond noise", "differs"),
             ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
             ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]

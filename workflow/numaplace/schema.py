@@ -165,9 +165,21 @@ def validate_platform(data, where):
     return check(data, "platform", where)
 
 
-def defaults(section):
-    """The study schema's defaults for one section (run, capture, npb): the one place
-    they are written. Code that reads a section which may not have passed through the
-    schema (a run spec written by hand, build settings) starts from these."""
-    props = _schema("study")["properties"][section].get("properties", {})
+def defaults(section=None):
+    """The study schema's defaults for one section (run, capture, npb, fidelity, ...), or
+    with no section for the study's top-level keys: the one place they are written. Code
+    that reads a section which may not have passed through the schema (a run spec written
+    by hand, build settings) starts from these."""
+    schema = _schema("study")
+    sec = schema["properties"][section] if section else schema
+    if "$ref" in sec:                           # "#/$defs/<name>"
+        sec = schema["$defs"][sec["$ref"].rsplit("/", 1)[1]]
+    props = sec.get("properties", {})
     return {k: v["default"] for k, v in props.items() if "default" in v and v["default"] is not None}
+
+
+def setting(key, study, experiment=None):
+    """An experiment's `key`, else the study's, else the schema's default."""
+    if experiment and key in experiment:
+        return experiment[key]
+    return study.get(key, defaults().get(key))

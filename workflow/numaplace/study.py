@@ -19,8 +19,8 @@ from .kinds import kind
 from .checks import check_study
 from .launch import command
 from .loader import load_mapping
-from .placement import expand_experiment
-from .schema import validate_study
+from .placement import MEMORY_SPECS, expand_experiment
+from .schema import setting, validate_study
 from .system import check_study as check_system
 from .topology import from_sysfs, load_platform, platform_path
 
@@ -89,7 +89,7 @@ def check_memory_experiment(exp, benches, classes, placements, where, entry):
         raise ConfigError(where, entry + ".classes", "class X is the memory micro-benchmarks' class")
     if not memory and exp.get("args"):
         raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks (membw, memlat)")
-    if not memory and any(s for s in exp["placements"] if {"sweep", "matrix", "contention"} & set(s)):
+    if not memory and any(s for s in exp["placements"] if MEMORY_SPECS & set(s)):
         raise ConfigError(where, entry + ".placements", "sweep, matrix and contention placements are for the "
                           "memory micro-benchmarks (membw, memlat)")
 
@@ -107,7 +107,7 @@ class Study:
         self.runs = self._expand()
 
     def _topology(self):
-        name = self.config.get("platform", "auto")
+        name = setting("platform", self.config)
         if name == "auto":
             return from_sysfs()
         path = platform_path(name, self.config_dir)
@@ -129,14 +129,14 @@ class Study:
                         (p.cpus, p.memory, p.binding, p.launcher):
                     raise ConfigError(self.where, entry, f"duplicate placement id {p.id!r} "
                                       f"for two different placements ({other.label} / {p.label})")
-            reps = exp.get("repetitions", c.get("repetitions", 3))
+            reps = setting("repetitions", c, exp)
             args = tuple(str(a) for a in exp.get("args", ()))
-            benches = exp.get("benchmarks", c.get("benchmarks", ["cg", "mg"]))
-            classes = exp.get("classes", c.get("classes", ["S"]))
+            benches = setting("benchmarks", c, exp)
+            classes = setting("classes", c, exp)
             check_memory_experiment(exp, benches, classes, placements, self.where, entry)
             for bench in benches:
                 for cls in classes:
-                    for variant in exp.get("variants", c.get("variants", ["default"])):
+                    for variant in setting("variants", c, exp):
                         for p in placements:
                             for rep in range(1, reps + 1):
                                 rid = f"{bench}.{cls}.{variant}.{p.id}{args_tag(args)}.r{rep}"

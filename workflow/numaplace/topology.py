@@ -184,7 +184,7 @@ def load_platform(path, limits=None):
     from .schema import validate_platform
     path = Path(path)
     where = str(path)
-    limits = limits or limits_mod.DEFAULTS
+    limits = limits or limits_mod.of({})
     data = load_mapping(path, "platform")
     validate_platform(data, where)
     nodes, mem = {}, {}

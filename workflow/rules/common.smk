@@ -10,6 +10,7 @@ from pathlib import Path
 from numaplace import ConfigError
 from numaplace import cluster
 from numaplace.artifacts import FIGURES, TABLES as TABLE_NAMES
+from numaplace.kinds import wildcard_constraints
 from numaplace.loader import refusal
 from numaplace.study import load_study_file
 
@@ -63,6 +64,7 @@ config.update(STUDY.config)
 if _ANSWER is not None:
     config["report_answer"] = _ANSWER
 
+KIND_WILDCARDS = wildcard_constraints()    # bench, cls and variant patterns
 ENV = "../../envs/numaplace.yaml"          # conda env of every rule (--sdm conda)
 
 # -- plan, builds, runs ---------------------------------------------------------------
