@@ -146,6 +146,8 @@ CASES = [
     ("numbers", "dpi-huge", study(figures={"dpi": 10**6}), None, "figures.dpi", ["maximum"]),
     ("numbers", "share-above-one", study(fidelity={"memory_share_min": 1.5}), None, "fidelity.memory_share_min", ["maximum"]),
     ("numbers", "limits-float", study(limits={"runs": 1e6}), None, "limits.runs", ["whole number"]),
+    ("numbers", "limits-past-ceiling", study(limits={"repetitions": 10**9, "runs": 10**12}, repetitions=10**8),
+     None, "limits.repetitions", ["greater than the maximum of 1000000"]),
     ("numbers", "platform-node-id-float", ON_P, platform(nodes=[{"id": 0.0, "cpus": "0"}]), "nodes[0].id", ["whole number"]),
     ("numbers", "platform-node-id-negative", ON_P, platform(nodes=[{"id": -1, "cpus": "0"}]), "nodes[0].id", ["minimum"]),
     ("numbers", "platform-node-id-huge", ON_P, platform(nodes=[{"id": 10**7, "cpus": "0"}]), "id", ["limit of 8191"]),

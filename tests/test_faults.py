@@ -18,6 +18,14 @@ import yaml
 from conftest import copy_workflow, run_snakemake
 
 IS_ROOT = os.geteuid() == 0
+# Every fault is injected twice where this machine allows it: into a Snakemake run as
+# root (write protection does nothing for root) and into one without privileges.
+WHO = ["root", "unprivileged"] if IS_ROOT else ["user"]
+
+
+@pytest.fixture(params=WHO)
+def who(request):
+    return request.param
 
 
 def study(name, runs=1, binary_wrapper=False):
@@ -54,6 +62,7 @@ def restore_binary(binary, real):
 
 
 def start(wf, configfile, *extra, unprivileged=False):
+    unprivileged = unprivileged in (True, "unprivileged")
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", configfile, *extra]
     env = {**os.environ, "HOME": str(wf / ".home")} if unprivileged else None   # no /root/.cache
     return subprocess.Popen(unprivileged_prefix() + cmd if unprivileged else cmd, cwd=wf,
@@ -80,14 +89,21 @@ def running(pattern):
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
 
 
+def snakemake_as(wf, who, configfile, *extra):
+    p = start(wf, configfile, *extra, unprivileged=who)
+    out, _ = p.communicate(timeout=600)
+    p.out = out
+    return p
+
+
 @contextmanager
-def a_run_in_progress(wf, name, seconds=60):
+def a_run_in_progress(wf, name, seconds=60, who="root"):
     """Snakemake started on study `name`, its one run's benchmark surely executing (it
     sleeps `seconds` first); yields (Snakemake's Popen, the run's folder, the binary)."""
     (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name)))
     binary, real = slow_binary(wf, seconds)
     try:
-        p = start(wf, f"{name}.yaml")
+        p = start(wf, f"{name}.yaml", unprivileged=who)
         rundir = wf / f"results/{name}/runs/cg.S.default.c0_loc_p_ts.r1"
         wait_for(rundir / "stdout")
         time.sleep(1.0)
@@ -96,33 +112,39 @@ def a_run_in_progress(wf, name, seconds=60):
         restore_binary(binary, real)
 
 
-def test_kill_9_of_snakemake_stops_the_benchmark_and_a_rerun_recovers(wf):
-    with a_run_in_progress(wf, "k9") as (p, rundir, binary):
+def test_kill_9_of_snakemake_stops_the_benchmark_and_a_rerun_recovers(wf, who):
+    name = f"k9-{who}"
+    with a_run_in_progress(wf, name, who=who) as (p, rundir, binary):
         assert running(str(binary)), "the benchmark should be running"
         os.kill(p.pid, signal.SIGKILL)                   # Snakemake alone, no chance to clean up
         p.communicate(timeout=30)
         deadline = time.monotonic() + 10
-        while (running(str(binary)) or running("numaplace run --spec.*results/k9/")) and time.monotonic() < deadline:
+        while (running(str(binary)) or running(f"numaplace run --spec.*results/{name}/")) \
+                and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not running(str(binary)), "the benchmark outlived Snakemake"
-        assert not [pid for pid in running("numaplace run --spec.*results/k9/")]
+        assert not [pid for pid in running(f"numaplace run --spec.*results/{name}/")]
         assert not (rundir / "record.json").exists()
-    run_snakemake(wf, "--cores", "1", "--unlock", "--configfile", "k9.yaml")
-    run_snakemake(wf, "--cores", "1", "--configfile", "k9.yaml")
+    # the next start names the one command that recovers
+    again = snakemake_as(wf, who, f"{name}.yaml")
+    assert again.returncode != 0 and "--unlock" in again.out, again.out[-3000:]
+    assert snakemake_as(wf, who, f"{name}.yaml", "--unlock").returncode == 0
+    assert snakemake_as(wf, who, f"{name}.yaml").returncode == 0
     rec = json.loads((rundir / "record.json").read_text())
     assert rec["status"] == "ok"
     # the interrupted attempt's files were set aside, not mixed into the new run
     assert len(list((rundir / "interrupted").glob("*/stdout"))) == 1
 
 
-def test_sigint_to_snakemake_alone_keeps_the_complete_record(wf):
+def test_sigint_to_snakemake_alone_keeps_the_complete_record(wf, who):
     """A batch system or a script signals only Snakemake's pid: the run finishes, and
     the complete record survives whatever Snakemake then decides (--rerun-incomplete)."""
-    (wf / "si.yaml").write_text(yaml.safe_dump(study("si")))
+    name = f"si-{who}"
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name)))
     binary, real = slow_binary(wf, 3)
     try:
-        p = start(wf, "si.yaml")
-        rundir = wf / "results/si/runs/cg.S.default.c0_loc_p_ts.r1"
+        p = start(wf, f"{name}.yaml", unprivileged=who)
+        rundir = wf / f"results/{name}/runs/cg.S.default.c0_loc_p_ts.r1"
         wait_for(rundir / "stdout")
         os.kill(p.pid, signal.SIGINT)
         out, _ = p.communicate(timeout=120)
@@ -132,7 +154,10 @@ def test_sigint_to_snakemake_alone_keeps_the_complete_record(wf):
     assert kept.exists(), out[-2000:]
     first = json.loads(kept.read_text())
     assert first["status"] == "ok"
-    run_snakemake(wf, "--cores", "1", "--configfile", "si.yaml", "--rerun-incomplete")
+    again = snakemake_as(wf, who, f"{name}.yaml")
+    if again.returncode != 0:          # the record was marked incomplete: the message says what to do
+        assert "--rerun-incomplete" in again.out, again.out[-3000:]
+        assert snakemake_as(wf, who, f"{name}.yaml", "--rerun-incomplete").returncode == 0
     recs = sorted(rundir.glob("**/record.json"))
     statuses = {str(r.relative_to(rundir)): json.loads(r.read_text())["status"] for r in recs}
     assert statuses.get("record.json") == "ok"
@@ -140,18 +165,19 @@ def test_sigint_to_snakemake_alone_keeps_the_complete_record(wf):
     assert any(json.loads(r.read_text())["started"] == first["started"] for r in recs), statuses
 
 
-def test_two_studies_at_once_never_overlap(wf):
-    for name in ("par-a", "par-b"):
+def test_two_studies_at_once_never_overlap(wf, who):
+    names = (f"par-a-{who}", f"par-b-{who}")
+    for name in names:
         (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name, runs=3)))
     binary, real = slow_binary(wf, 2)          # runs long enough to surely meet
     try:
-        procs = [start(wf, f"{name}.yaml") for name in ("par-a", "par-b")]
+        procs = [start(wf, f"{name}.yaml", unprivileged=who) for name in names]
         for p in procs:
             out, _ = p.communicate(timeout=600)
             assert p.returncode == 0, out[-3000:]
     finally:
         restore_binary(binary, real)
-    recs = [json.loads(r.read_text()) for name in ("par-a", "par-b")
+    recs = [json.loads(r.read_text()) for name in names
             for r in (wf / "results" / name / "runs").glob("*/record.json")]
     assert len(recs) == 6 and all(r["status"] == "ok" for r in recs)
     spans = sorted((r["started"], r["ended"], r["study"]) for r in recs)
@@ -190,8 +216,19 @@ def test_other_load_on_the_run_cpus_is_measured_and_flagged(npb_build, tmp_path)
     assert f["share"] > 0.2 and record_row({**loud, "_path": None})["shared_cpus"] is True
 
 
-def test_kill_9_of_the_benchmark_is_a_failed_record(wf):
-    with a_run_in_progress(wf, "kb") as (p, rundir, binary):
+def test_two_snakemakes_on_one_study_the_second_is_refused_and_nothing_is_lost(wf, who):
+    name = f"same-{who}"
+    with a_run_in_progress(wf, name, seconds=5, who=who) as (p, rundir, binary):
+        second = snakemake_as(wf, who, f"{name}.yaml")
+        first_out, _ = p.communicate(timeout=300)
+    assert second.returncode != 0 and "cannot be locked" in second.out, second.out[-3000:]
+    assert p.returncode == 0, first_out[-3000:]
+    rec = json.loads((rundir / "record.json").read_text())
+    assert rec["status"] == "ok" and not list(rundir.glob("attempts/*"))
+
+
+def test_kill_9_of_the_benchmark_is_a_failed_record(wf, who):
+    with a_run_in_progress(wf, f"kb-{who}", who=who) as (p, rundir, binary):
         for pid in running(str(binary)):
             os.kill(int(pid), signal.SIGKILL)
         p.communicate(timeout=120)
@@ -201,14 +238,15 @@ def test_kill_9_of_the_benchmark_is_a_failed_record(wf):
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="mounting a small tmpfs needs root")
-def test_full_disk_tells_the_user_why(wf):
-    (wf / "full.yaml").write_text(yaml.safe_dump(study("full")))
-    runs = wf / "results/full/runs"
+def test_full_disk_tells_the_user_why(wf, who):
+    name = f"full-{who}"
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name)))
+    runs = wf / f"results/{name}/runs"
     runs.mkdir(parents=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(runs)], check=True)
     try:
         subprocess.run(["dd", "if=/dev/zero", f"of={runs / 'filler'}", "bs=4k"], capture_output=True)
-        r = run_snakemake(wf, "--cores", "1", "--configfile", "full.yaml", check=False)
+        r = snakemake_as(wf, who, f"{name}.yaml")
         assert r.returncode != 0
         assert "no record written: the disk is full" in r.out and "No space left on device" in r.out, r.out[-3000:]
         assert not list(runs.glob("*/record.json"))

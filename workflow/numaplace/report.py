@@ -176,118 +176,139 @@ def system_markdown(runs):
 # -- summary.md ----------------------------------------------------------------------
 
 def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None):
+    """summary.md: the answer first, then the evidence behind it, section by section."""
     runs, summary, bw = tables["runs"], tables["summary"], tables["best_worst"]
     current = runs[runs["current"].map(_truthy)] if len(runs) else runs
     name = study or (runs["study"].dropna().iloc[0] if len(runs) and runs["study"].notna().any() else "study")
     out = [f"# Placement study `{name}`: summary", ""]
     if description:
         out += [description, ""]
-    n_set_aside = len(runs) - len(current)
-    planned = int(summary["n_planned"].fillna(0).sum()) if "n_planned" in summary else 0
-    missing = int(summary["n_missing"].fillna(0).sum()) if "n_missing" in summary else 0
-    facts = [f"{len(current)} run records", f"{n_set_aside} set-aside attempts"]
-    if planned:
-        facts.append(f"{planned} planned runs, {missing} without a record yet")
-    out += ["Built from " + ", ".join(facts) + ". Times are NPB's own \"Time in seconds\"; "
-            "statistics are over the current ok records of each placement.", ""]
+    out += _facts_markdown(runs, current, summary)
     out += answer_markdown(bw, manifest)
-
-    out += ["## Runs by status", ""]
-    if len(runs):
-        counts = runs.assign(kind=runs["current"].map(lambda c: "current" if _truthy(c) else "set aside"))
-        counts = counts.pivot_table(index="status", columns="kind", values="run_id", aggfunc="count",
-                                    fill_value=0).reset_index()
-        cols = [("status", "status")] + [(c, c) for c in ("current", "set aside") if c in counts]
-        out += [md_table(counts, cols), ""]
-    else:
-        out += ["No run records yet.", ""]
-
+    out += _status_markdown(runs)
     out += system_markdown(current)
-
-    out += ["## Best and worst placement", "",
-            "Per (benchmark, class, variant, threads), by median time. *Improvement* is the time "
-            "saved by moving from the worst placement to the best, relative to the worst. "
-            "*Beyond noise*: yes when the min–max ranges of the two placements do not overlap, "
-            "unknown when either has fewer than 2 ok runs; *p* is the exact two-sided "
-            "Mann-Whitney U p-value (≥ 3 runs each). *Drift*: a run of either placement did "
-            "not keep its threads or pages where asked.", ""]
-    if len(bw):
-        out += [md_table(bw, [
-            ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
-            ("threads", "threads"), ("best placement", "best_placement"),
-            ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
-            ("worst placement", "worst_placement"), ("median (s)", lambda r: _s(r["worst_median_s"])),
-            ("n", "worst_n"), ("improvement", _cost),
-            ("beyond noise", "differs"),
-            ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
-            ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]
-    else:
-        out += ["No placement has an ok run yet.", ""]
-
-    bad = runs[runs["status"] != "ok"] if len(runs) else runs
-    out += ["## Failed and unverified runs", ""]
-    if len(bad):
-        bad, more = _limited(bad, "runs")
-        out += [md_table(bad, [("run", "run_id"), ("attempt", "attempt"),
-                               ("record", lambda r: "current" if _truthy(r["current"]) else "set aside"),
-                               ("placement", "placement"), ("status", "status"),
-                               ("reason", lambda r: _short(r["reason"]))]) + more, ""]
-    else:
-        out += ["None: every record is ok.", ""]
-
-    drift = runs[runs["fidelity"] == "drift"] if len(runs) else runs
-    out += ["## Placement fidelity drift", "",
-            "Runs whose threads or data pages did not stay where the placement asked "
-            "(record field `fidelity`); their times are in the statistics but flagged.", ""]
-    if len(drift):
-        drift, more = _limited(drift, "runs")
-        out += [md_table(drift, [("run", "run_id"), ("placement", "placement"), ("status", "status"),
-                                 ("threads", "fidelity_threads"), ("memory", "fidelity_memory"),
-                                 ("why", lambda r: _short(r["fidelity_reasons"], 300))]) + more, ""]
-    else:
-        unknown = int((runs["fidelity"] == "unknown").sum()) if len(runs) else 0
-        out += ["None." + (f" ({unknown} records have fidelity *unknown*: no capture to judge.)"
-                           if unknown else ""), ""]
-
+    out += _best_worst_markdown(bw)
+    out += _failed_markdown(runs)
+    out += _drift_markdown(runs)
     out += _flagged_runs(runs)
-    if plan is not None and len(plan):
-        have = set(current["run_id"]) if len(current) else set()
-        absent = plan[~plan["run_id"].isin(have)]
-        out += ["## Planned runs without a record", ""]
-        if len(absent):
-            absent, more = _limited(absent, "runs")
-            out += [md_table(absent, [("run", "run_id"), ("placement", "placement")]) + more, ""]
-        else:
-            out += ["None: every planned run has a record.", ""]
-
-    out += ["## Per placement", ""]
-    if len(summary):
-        s, more = _limited(summary, "placements")
-        out += [md_table(s, [
-            ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
-            ("threads", "threads"), ("placement", "placement"), ("n", "n"), ("failed", "n_failed"),
-            ("min", lambda r: _s(r["time_min_s"])), ("median", lambda r: _s(r["time_median_s"])),
-            ("mean", lambda r: _s(r["time_mean_s"])), ("max", lambda r: _s(r["time_max_s"])),
-            ("CV", lambda r: _pct(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
-            ("drift", lambda r: r["n_drift"] or "")]) + more, ""]
-
+    out += _unrecorded_markdown(plan, current)
+    out += _per_placement_markdown(summary)
     out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
-    out += ["## Figures", ""]
-    if manifest is not None and len(manifest):
-        for kind in plots.KINDS:
-            rows = manifest[manifest["kind"] == kind]
-            if not len(rows):
-                continue
-            out += [f"### {plots.FIGURES[kind]}", ""]
-            for _, r in rows.iterrows():
-                img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
-                out += [f"![{r['title']}](figures/{img})", ""]
-    else:
-        out += ["No figures.", ""]
+    out += _figures_markdown(manifest)
     if tables_link:
         out += ["## Tables", "", "All numbers, as CSV: " + ", ".join(
             f"[{n}.csv]({tables_link}/{n}.csv)" for n in aggregate.TABLES) + ".", ""]
     return "\n".join(out)
+
+
+def _facts_markdown(runs, current, summary):
+    planned = int(summary["n_planned"].fillna(0).sum()) if "n_planned" in summary else 0
+    missing = int(summary["n_missing"].fillna(0).sum()) if "n_missing" in summary else 0
+    facts = [f"{len(current)} run records", f"{len(runs) - len(current)} set-aside attempts"]
+    if planned:
+        facts.append(f"{planned} planned runs, {missing} without a record yet")
+    return ["Built from " + ", ".join(facts) + ". Times are NPB's own \"Time in seconds\"; "
+            "statistics are over the current ok records of each placement.", ""]
+
+
+def _status_markdown(runs):
+    out = ["## Runs by status", ""]
+    if not len(runs):
+        return out + ["No run records yet.", ""]
+    counts = runs.assign(kind=runs["current"].map(lambda c: "current" if _truthy(c) else "set aside"))
+    counts = counts.pivot_table(index="status", columns="kind", values="run_id", aggfunc="count",
+                                fill_value=0).reset_index()
+    cols = [("status", "status")] + [(c, c) for c in ("current", "set aside") if c in counts]
+    return out + [md_table(counts, cols), ""]
+
+
+def _best_worst_markdown(bw):
+    out = ["## Best and worst placement", "",
+           "Per (benchmark, class, variant, threads), by median time. *Improvement* is the time "
+           "saved by moving from the worst placement to the best, relative to the worst. "
+           "*Beyond noise*: yes when the min–max ranges of the two placements do not overlap, "
+           "unknown when either has fewer than 2 ok runs; *p* is the exact two-sided "
+           "Mann-Whitney U p-value (≥ 3 runs each). *Drift*: a run of either placement did "
+           "not keep its threads or pages where asked.", ""]
+    if not len(bw):
+        return out + ["No placement has an ok run yet.", ""]
+    return out + [md_table(bw, [
+        ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
+        ("threads", "threads"), ("best placement", "best_placement"),
+        ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
+        ("worst placement", "worst_placement"), ("median (s)", lambda r: _s(r["worst_median_s"])),
+        ("n", "worst_n"), ("improvement", _cost),
+        ("beyond noise", "differs"),
+        ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
+        ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]
+
+
+def _failed_markdown(runs):
+    bad = runs[runs["status"] != "ok"] if len(runs) else runs
+    out = ["## Failed and unverified runs", ""]
+    if not len(bad):
+        return out + ["None: every record is ok.", ""]
+    bad, more = _limited(bad, "runs")
+    return out + [md_table(bad, [("run", "run_id"), ("attempt", "attempt"),
+                                 ("record", lambda r: "current" if _truthy(r["current"]) else "set aside"),
+                                 ("placement", "placement"), ("status", "status"),
+                                 ("reason", lambda r: _short(r["reason"]))]) + more, ""]
+
+
+def _drift_markdown(runs):
+    drift = runs[runs["fidelity"] == "drift"] if len(runs) else runs
+    out = ["## Placement fidelity drift", "",
+           "Runs whose threads or data pages did not stay where the placement asked "
+           "(record field `fidelity`); their times are in the statistics but flagged.", ""]
+    if not len(drift):
+        unknown = int((runs["fidelity"] == "unknown").sum()) if len(runs) else 0
+        return out + ["None." + (f" ({unknown} records have fidelity *unknown*: no capture to judge.)"
+                                 if unknown else ""), ""]
+    drift, more = _limited(drift, "runs")
+    return out + [md_table(drift, [("run", "run_id"), ("placement", "placement"), ("status", "status"),
+                                   ("threads", "fidelity_threads"), ("memory", "fidelity_memory"),
+                                   ("why", lambda r: _short(r["fidelity_reasons"], 300))]) + more, ""]
+
+
+def _unrecorded_markdown(plan, current):
+    if plan is None or not len(plan):
+        return []
+    have = set(current["run_id"]) if len(current) else set()
+    absent = plan[~plan["run_id"].isin(have)]
+    out = ["## Planned runs without a record", ""]
+    if not len(absent):
+        return out + ["None: every planned run has a record.", ""]
+    absent, more = _limited(absent, "runs")
+    return out + [md_table(absent, [("run", "run_id"), ("placement", "placement")]) + more, ""]
+
+
+def _per_placement_markdown(summary):
+    out = ["## Per placement", ""]
+    if not len(summary):
+        return out
+    s, more = _limited(summary, "placements")
+    return out + [md_table(s, [
+        ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
+        ("threads", "threads"), ("placement", "placement"), ("n", "n"), ("failed", "n_failed"),
+        ("min", lambda r: _s(r["time_min_s"])), ("median", lambda r: _s(r["time_median_s"])),
+        ("mean", lambda r: _s(r["time_mean_s"])), ("max", lambda r: _s(r["time_max_s"])),
+        ("CV", lambda r: _pct(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
+        ("drift", lambda r: r["n_drift"] or "")]) + more, ""]
+
+
+def _figures_markdown(manifest):
+    out = ["## Figures", ""]
+    if manifest is None or not len(manifest):
+        return out + ["No figures.", ""]
+    for kind in plots.KINDS:
+        rows = manifest[manifest["kind"] == kind]
+        if not len(rows):
+            continue
+        out += [f"### {plots.FIGURES[kind]}", ""]
+        for _, r in rows.iterrows():
+            img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
+            out += [f"![{r['title']}](figures/{img})", ""]
+    return out
 
 
 def memory_markdown(memory, matrix):
