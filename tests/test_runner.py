@@ -34,3 +34,22 @@ def test_crash_and_missing_report_are_failed_records(tmp_path, script, status, r
     rec = execute(single_run_spec(), exe, tmp_path / "r" / "record.json")
     assert rec["status"] == status and reason in rec["reason"]
     assert (tmp_path / "r" / "record.json").exists()
+
+
+def test_run_arguments_are_read_without_argparse_and_anything_else_goes_to_it():
+    from numaplace.cli import _run_args
+    a = _run_args(["run", "--record", "r.json", "--spec", "{}", "--binary", "x"])
+    assert (a.cmd, a.spec, a.binary, a.build, a.record) == ("run", "{}", "x", None, "r.json")
+    b = _run_args(["run", "--spec", "{}", "--build", "b.json", "--record", "r.json"])
+    assert (b.build, b.binary) == ("b.json", None)
+    for other in (["run", "--spec", "{}", "--binary", "x", "--build", "b"], ["run", "--help"],
+                  ["tables", "--spec", "{}", "--binary", "x", "--record", "r"]):
+        assert _run_args(other) is None
+
+
+def test_settings_fall_back_on_the_schema_defaults_only_when_missing():
+    from numaplace.runner import Settings
+    from numaplace.schema import defaults
+    s = Settings("run", {"timeout": 5})
+    assert s["timeout"] == 5 and s["idle_check"] == defaults("run")["idle_check"]
+    assert dict(s) == {"timeout": 5}

@@ -9,16 +9,17 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from . import __version__
 
 
 def _parser():
+    import argparse            # here: `numaplace run` (once per measured run) does without
     from . import pbs          # its dialect names (a light module)
     ap = argparse.ArgumentParser(prog="numaplace", description="NUMA placement studies with the NPB "
                                  "CG and MG kernels. The workflow itself runs with snakemake.")
@@ -165,8 +166,9 @@ def _run(a):
         rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record)
     except Interrupted as e:
         sys.stderr.write(f"numaplace run: {spec['run_id']}: interrupted ({e}); the benchmark was "
-                         f"stopped and no record written; its files are set aside when the run is "
-                         f"repeated\n")
+                         f"stopped and no record written; to measure it, run the same snakemake "
+                         f"command again (with --unlock first if Snakemake says the directory is "
+                         f"locked); this attempt's files are then set aside\n")
         return 130
     except OSError as e:
         cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
@@ -176,7 +178,24 @@ def _run(a):
     return 0
 
 
+def _run_args(argv):
+    """`run --spec S (--build B | --binary X) --record R`, read without argparse: the
+    measure rule starts one runner per run, and building the whole parser costs more
+    than the rest of the launch. Anything else (help, a mistake) goes to argparse."""
+    if len(argv) != 7 or argv[0] != "run":
+        return None
+    opts = dict(zip(argv[1::2], argv[2::2]))
+    if set(opts) not in ({"--spec", "--build", "--record"}, {"--spec", "--binary", "--record"}):
+        return None
+    return SimpleNamespace(cmd="run", spec=opts["--spec"], build=opts.get("--build"),
+                           binary=opts.get("--binary"), record=opts["--record"])
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    fast = _run_args(argv)
+    if fast:
+        return _run(fast)
     a = _parser().parse_args(argv)
     if a.cmd == "plan":
         return _plan(a)

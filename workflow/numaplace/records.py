@@ -16,8 +16,6 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from .kinds import kind
 
 VERSION = 2
@@ -35,6 +33,7 @@ class RecordError(ValueError):
 @lru_cache(maxsize=1)
 def _validator():
     import jsonschema          # here, not at the top: see schema._strict_validator
+    import yaml
     return jsonschema.Draft202012Validator(
         yaml.load(SCHEMA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # noqa: S506
 

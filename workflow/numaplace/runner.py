@@ -27,7 +27,6 @@ from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
 from .pages_over_time import pages_over_time
 from .placement import Placement
-from .schema import defaults
 from .records import KEPT, VERSION as RECORD_VERSION, kind_facts, write_record
 from .topology import from_sysfs
 
@@ -45,10 +44,24 @@ def host_facts():
     return facts
 
 
+class Settings(dict):
+    """A spec's capture or run settings. The plan's run params carry every one; a spec
+    written by hand falls back on the schema's defaults, read only then (loading YAML
+    and the schema would cost a third of a launch's time budget)."""
+
+    def __init__(self, section, given):
+        super().__init__(given)
+        self.section = section
+
+    def __missing__(self, key):
+        from .schema import defaults
+        return defaults(self.section)[key]
+
+
 def effective_timeout(runcfg, environ=os.environ):
     """The study's per-run timeout, cut short inside a batch job so that the runner, not
     the scheduler, ends a hung run (and records it) before the walltime runs out."""
-    timeout = {**defaults("run"), **runcfg}["timeout"]
+    timeout = Settings("run", runcfg)["timeout"]
     walltime = environ.get("NUMAPLACE_WALLTIME_MIN")
     if walltime and any(k in environ for k in ("SLURM_JOB_ID", "PBS_JOBID")):
         timeout = min(timeout, max(30, 60 * float(walltime) - 150))
@@ -142,8 +155,8 @@ class _Run:
         self.kind = kind(spec["bench"])
         self.placement = Placement.from_dict(spec["placement"])
         self.launcher = LAUNCHERS[self.placement.launcher]
-        self.capture = {**defaults("capture"), **spec.get("capture", {})}
-        self.runcfg = {**defaults("run"), **spec.get("run", {})}
+        self.capture = Settings("capture", spec.get("capture", {}))
+        self.runcfg = Settings("run", spec.get("run", {}))
         self.argv = [str(self.binary) if a == "BINARY" else a for a in spec["argv"]]
         self.env = dict(spec["env"])
         self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
