@@ -42,7 +42,7 @@ import pandas as pd
 from . import numa_maps
 from .capture import NUMASTAT_COUNTERS
 from .fidelity import footprint_basis, judge
-from .placement import label_of
+from .placement import label_of, memory_label_of
 from .records import iter_records
 from .stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
 from .artifacts import TABLES
@@ -55,11 +55,6 @@ FOREIGN_LOAD_MAX = 0.05
 GIB = 2 ** 30
 
 PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]
-
-
-def memory_label(p):
-    """As placement.Memory.label: "local" or "<policy> <nodes>"."""
-    return p["memory"] if p["memory"] == "local" else f"{p['memory']} {p.get('memory_nodes', '')}"
 
 
 # -- reading -----------------------------------------------------------------------
@@ -143,7 +138,7 @@ def record_row(rec, thresholds=None):
         "placement_id": p.get("id"),
         "placement": label_of(p) if p else None,
         "cpus": p.get("cpus"), "layout": p.get("layout"),
-        "memory": memory_label(p) if p.get("memory") else None,
+        "memory": memory_label_of(p) if p.get("memory") else None,
         "binding": p.get("binding"), "launcher": p.get("launcher"),
         "status": rec.get("status"), "reason": rec.get("reason"),
         "npb_time_s": npb.get("time_s"), "mops": npb.get("mops"),

@@ -99,11 +99,16 @@ class Placement:
                 **({"order": ",".join(map(str, self.order))} if self.order else {})}
 
 
+def memory_label_of(d):
+    """As Memory.label, of a placement dict (plan row or record): "local" or "<policy> <nodes>"."""
+    return d["memory"] if d["memory"] == "local" else f"{d['memory']} {d.get('memory_nodes', '')}"
+
+
 def label_of(d):
     """Human label of a placement dict (plan row or record), as Placement.label."""
     parts = [d["shape"]]
     if d["memory"] != "local":
-        parts.append(f"{d['memory']} {d['memory_nodes']}")
+        parts.append(memory_label_of(d))
     if d["binding"] == "threads":
         parts.append("pinned threads")
     return " · ".join(parts)
