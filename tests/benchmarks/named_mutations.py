@@ -25,7 +25,12 @@ M = {
    "return {n: p * (self.page_kb if self.kind == \"huge\" else 4) * 1024 for n, p in self.pages.items()}",
    "tests/test_numa_maps.py tests/test_fidelity.py"),
 }
+missed = []
 for name, (path, old, new, tests) in M.items():
+    clean = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests.split()],
+                           capture_output=True, text=True)
+    if clean.returncode != 0:           # a test that fails unmutated catches nothing
+        sys.exit(f"{name}: the tests fail without the mutation:\n{clean.stdout[-2000:]}")
     p = Path(path); orig = p.read_text()
     assert old in orig, name
     p.write_text(orig.replace(old, new, 1))
@@ -34,5 +39,8 @@ for name, (path, old, new, tests) in M.items():
                            capture_output=True, text=True)
     finally:
         p.write_text(orig)
-    failed = [l.split(" - ")[0].replace("FAILED ", "") for l in r.stdout.splitlines() if l.startswith("FAILED")]
+    failed = [l.split(" - ")[0].split(" ", 1)[1] for l in r.stdout.splitlines() if l.startswith(("FAILED", "ERROR"))]
     print(f"{name}: {'CAUGHT by ' + ', '.join(failed) if failed else 'NOT CAUGHT'}")
+    if not failed:
+        missed.append(name)
+sys.exit(f"not caught: {', '.join(missed)}" if missed else 0)
