@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need_rig
+
 from numaplace import membench_output
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,7 +96,7 @@ def test_chase_seed_changes_the_order(microbench):
 def test_membw_kernel_keeps_its_loads(microbench):
     """The compiler kept 8 loads per unrolled step (volatile), not one or none."""
     if not shutil.which("objdump"):
-        pytest.skip("objdump (binutils) not installed")
+        need_rig("objdump not installed (binutils, which gfortran brings: bash .ci/setup)")
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(microbench("membw"))],
                          capture_output=True, text=True, check=True).stdout
     body = dis.split("<membw_load_kernel>:", 1)[1].split("\n\n", 1)[0]

@@ -67,7 +67,8 @@ def numa_vm_path():
 def _skip_unless_numa_vm():
     tool = numa_vm_path()
     if not tool.is_file() or not os.access(tool, os.X_OK):
-        need_rig(f"numa-vm not found at {tool} (../shared/tools/numa-vm beside the clone, or NUMA_VM=<path>)")
+        need_rig(f"numa-vm not found at {tool} (put ../shared/tools/numa-vm beside the clone, or set "
+                 "NUMA_VM=<path>; then bash .ci/setup --tests builds its guest)")
     qemu = os.environ.get("NUMA_VM_QEMU", "qemu-system-x86_64")
     if not shutil.which(qemu):
         need_rig(f"{qemu} not installed (numa-vm needs QEMU: bash .ci/setup --tests, or numa-vm build)")
