@@ -255,6 +255,20 @@ def test_placement_record_fields(platforms):
     assert p.label == "1/2 on 2,5 · interleave 2,5 · pinned threads"
 
 
+@pytest.mark.parametrize("plat, exp", [
+    ("x4600", {"launcher": "numactl", "placements": [{"layout": "1/2", "nodes": [2, 5]}],
+               "memory": [{"interleave": [2, 5]}], "binding": ["threads"]}),
+    ("x4600", {"launcher": "taskset", "placements": [{"cpus": "0-3", "order": [3, 1, 0, 2]}]}),
+    ("x4600", {"launcher": "numactl", "placements": [{"compact": [2, 4]}], "memory": ["local", {"membind": [1, 3]}]}),
+], ids=["layout-interleave-threads", "cpus-order", "compact-membind"])
+def test_a_placement_is_rebuilt_from_its_record_exactly(platforms, plat, exp):
+    """The runner executes the plan row it is given: Placement.from_dict inverts to_dict."""
+    from numaplace.placement import Placement
+    for p in expand(platforms[plat], exp):
+        back = Placement.from_dict(p.to_dict())
+        assert back == p and back.to_dict() == p.to_dict() and back.label == p.label
+
+
 def test_layout_on_nodes_out_of_order_keeps_counts_with_their_nodes():
     """layout 1/2 on nodes [5, 2]: node 5 gets 1 thread, node 2 gets 2; the shape says so."""
     from numaplace.placement import expand_spec

@@ -8,6 +8,7 @@ import copy
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from numaplace import plots
@@ -149,3 +150,43 @@ def test_real_local_records_make_every_table(template):
     assert set(runs["status"]) == {"ok"} and runs["npb_time_s"].notna().all()
     assert (t["summary"]["n"] == 2).all()
     assert len(t["best_worst"]) == 4               # CG and MG at 1 and 2 threads
+
+
+SLOW_MOPS = (1000 / 6.0 + 1000 / 6.1) / 2     # median Mop/s of the slow placement's 4 runs
+
+
+def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, template):
+    """Hand-checked numbers for a case of three placements, one with a failed run:
+    statistics per placement (sample std, CV over the mean) and the whole best/worst row
+    (exact Mann-Whitney p of 3 vs 4 separated runs = 2/C(7,3); the cost by Mop/s)."""
+    write_group(tmp_path, template, "fast", "placement fast", [4.0, 4.2, 4.1])
+    write_group(tmp_path, template, "slow", "placement slow", [6.0, 6.3, 5.9, 6.1])
+    write_group(tmp_path, template, "mid", "placement mid", [5.0, 5.5])
+    failed = tmp_path / "runs" / "cg.W.default.mid.r2" / "record.json"
+    rec = json.loads(failed.read_text())
+    rec.update(status="failed", reason="exit status 1")
+    failed.write_text(json.dumps(rec))
+    row, t = best_worst(tmp_path)
+    assert row == pytest.approx({
+        "bench": "cg", "class": "W", "variant": "default", "threads": 2,
+        "n_placements": 3, "n_placements_planned": 3,
+        "best_placement": "placement fast", "best_placement_id": "fast", "best_n": 3, "best_median_s": 4.1,
+        "best_min_s": 4.0, "best_max_s": 4.2, "best_n_drift": 0,
+        "worst_placement": "placement slow", "worst_placement_id": "slow", "worst_n": 4, "worst_median_s": 6.05,
+        "worst_min_s": 5.9, "worst_max_s": 6.3, "worst_n_drift": 0,
+        "improvement_pct": 100 * (1 - SLOW_MOPS / (1000 / 4.1)), "speedup": (1000 / 4.1) / SLOW_MOPS,
+        "compared_by": "mops", "below_resolution": False, "ranges_overlap": False, "differs": "yes",
+        "mwu_p": 2 / 35, "rests_on_drift": False})
+    s = t["summary"].set_index("placement_id")
+    slow = s.loc["slow"]
+    assert (slow["n_records"], slow["n"], slow["n_failed"], slow["n_set_aside"], slow["n_drift"]) == (4, 4, 0, 0, 0)
+    assert (slow["time_min_s"], slow["time_median_s"], slow["time_max_s"]) == (5.9, 6.05, 6.3)
+    assert slow["time_mean_s"] == pytest.approx(6.075)
+    assert slow["time_std_s"] == pytest.approx((0.0875 / 3) ** 0.5)          # sample std
+    assert slow["time_cv"] == pytest.approx((0.0875 / 3) ** 0.5 / 6.075)
+    assert slow["mops_median"] == pytest.approx(SLOW_MOPS)
+    mid = s.loc["mid"]
+    assert (mid["n_records"], mid["n"], mid["n_failed"], mid["failed_statuses"]) == (2, 1, 1, "failed:1")
+    assert mid["time_median_s"] == 5.0 and pd.isna(mid["time_std_s"]) and pd.isna(mid["time_cv"])
+    assert list(s.index) == ["fast", "mid", "slow"]
+    assert str(t["best_worst"]["threads"].dtype) == "Int64"
