@@ -10,10 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -36,8 +34,8 @@ def now():
 
 
 def host_facts():
-    facts = {"host": socket.gethostname(), "kernel": platform.release(),
-             "machine": platform.machine()}
+    uts = os.uname()        # what socket.gethostname() and platform.release()/machine() read
+    facts = {"host": uts.nodename, "kernel": uts.release, "machine": uts.machine}
     for k in ("SLURM_JOB_ID", "SLURMD_NODENAME", "SLURM_JOB_NODELIST", "PBS_JOBID", "PBS_NODEFILE"):
         if k in os.environ:
             facts[k.lower()] = os.environ[k]
