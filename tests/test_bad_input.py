@@ -116,7 +116,7 @@ CASES = [
     ("numbers", "repetitions-nan", "study: bad\nplatform: x4600\nrepetitions: .nan\n", None, "repetitions", ["nan", "finite"]),
     ("numbers", "timeout-infinite", "study: bad\nplatform: x4600\nrun: {timeout: .inf}\n", None, "run.timeout", ["inf", "finite"]),
     ("numbers", "repetitions-huge", study(repetitions=10**9), None, "repetitions",
-     ["1000000000", "limit of 1000", "limits: {repetitions: 1000000000}"]),
+     ["1000000000", "limit of 1000", "at most 1000000", "limits: {repetitions: 1000000}"]),
     ("numbers", "exp-repetitions-huge", study(experiments=exp({"cpus": "0"}, repetitions=5000)), None,
      "experiments[0] (e).repetitions", ["limit of 1000", "repetitions"]),
     ("numbers", "compact-float", study(experiments=exp({"compact": [2.0]})), None, "compact[0]", ["whole number"]),

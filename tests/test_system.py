@@ -171,6 +171,26 @@ def test_a_killed_run_is_restored_by_the_next_start(tmp_path):
     assert not state.exists()
 
 
+def test_a_leftover_this_process_may_not_restore_stays_and_the_run_goes_on(tmp_path, monkeypatch):
+    """The restore file is the machine's: a run of another study, by a user without the
+    rights, neither fails nor loses the file; one whose value is already back drops it."""
+    r = fake_root(tmp_path, balancing=0)
+    state = tmp_path / system.STATE_FILE
+    state.write_text(json.dumps({"numa_balancing": 1, "set_to": 0, "pid": 1}))
+
+    def refused(*a, **k):
+        raise PermissionError("not root")
+
+    monkeypatch.setattr(system, "set_balancing", refused)
+    with system.balancing_for_run(None, state, r):
+        assert balancing_of(r) == 0
+    assert state.exists()
+    (r / system.BALANCING).write_text("1\n")              # put back by hand: nothing to set
+    with system.balancing_for_run(None, state, r):
+        pass
+    assert not state.exists() and balancing_of(r) == 1
+
+
 def test_state_file_is_beside_the_machine_lock(tmp_path, monkeypatch):
     """One per machine, whatever study ran: the next run of any study restores it."""
     from numaplace import guard
@@ -267,6 +287,17 @@ def test_study_passes_the_setting_to_its_runs_only_when_set():
     cur = int(Path("/proc/sys/kernel/numa_balancing").read_text())
     with_it = Study({**base, "system": {"numa_balancing": "off" if cur == 0 else "on"}}, "q.yaml", REPO / "config")
     assert with_it.run_params(with_it.runs[0].run_id)["system"] == {"numa_balancing": "off" if cur == 0 else "on"}
+
+
+def test_older_capture_fidelity_is_not_hidden_by_the_schema_defaults():
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    st = Study({**base, "capture": {"fidelity": {"interleave_tolerance": 0.2}},
+                "fidelity": {"memory_share_min": 0.8}}, "q.yaml", REPO / "config")
+    t = st.fidelity_thresholds
+    assert (t["interleave_tolerance"], t["memory_share_min"]) == (0.2, 0.8)
+    st = Study({**base, "capture": {"fidelity": {"interleave_tolerance": 0.2}},
+                "fidelity": {"interleave_tolerance": 0.3}}, "q.yaml", REPO / "config")
+    assert st.fidelity_thresholds["interleave_tolerance"] == 0.3
 
 
 def test_bad_setting_is_one_config_error():

@@ -181,8 +181,14 @@ class Study:
 
     @property
     def fidelity_thresholds(self):
-        """The study's fidelity thresholds: `fidelity:`, or the older `capture.fidelity`."""
-        return {**self.config.get("capture", {}).get("fidelity", {}), **self.config.get("fidelity", {})}
+        """The study's fidelity thresholds: `fidelity:`, or the older `capture.fidelity`. The
+        schema fills its defaults into both: a default in `fidelity:` does not hide a value
+        the study set in `capture.fidelity`."""
+        from .schema import defaults
+        older = self.config.get("capture", {}).get("fidelity", {})
+        given = {k: v for k, v in self.config.get("fidelity", {}).items()
+                 if not (k in older and v == defaults("fidelity").get(k))}
+        return {**older, **given}
 
     def plan_digest(self):
         return hashlib.sha256(json.dumps([r.row() for r in self.runs]).encode()).hexdigest()[:16]

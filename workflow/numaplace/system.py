@@ -207,13 +207,19 @@ REPORTED = ("numa_balancing", "numa_balancing_at_end", "thp_enabled", "thp_defra
 
 
 def restore_leftover(state_file, root=ROOT):
-    """A state file left by a run that could not clean up: put its value back."""
+    """A state file left by a run that could not clean up: put its value back. Where this
+    process may not set it, the file stays for one that may (root, the sudo rule) and the
+    run goes on: its record states the value it ran with."""
     state_file = Path(state_file)
     try:
         state = json.loads(state_file.read_text())
     except (OSError, ValueError):
         return None
-    set_balancing(state["numa_balancing"], root)
+    if _int(_read(root, BALANCING)) != state["numa_balancing"]:
+        try:
+            set_balancing(state["numa_balancing"], root)
+        except (PermissionError, subprocess.CalledProcessError):
+            return None
     _forget(state_file)
     return state
 

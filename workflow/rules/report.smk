@@ -58,7 +58,7 @@ rule plot_figures:
     params:
         tables=parent_of("input", "runs"),
         figures=parent_of("output", "index"),
-        # plot settings (plots.DEFAULTS keys) from the study's `figures:` section, if any
+        # plot settings from the study's `figures:` section (defaults in the study schema)
         settings=lambda wc: json.dumps(config.get("figures", {}), sort_keys=True),
     log:
         f"{REPORT_LOGS}/figures.log",
