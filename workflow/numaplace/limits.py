@@ -17,8 +17,8 @@ def of(config):
 
 
 def hint(name, needed):
-    from .schema import _schema
-    ceiling = _schema("study")["properties"]["limits"]["properties"][name].get("maximum")
+    from .schema import maximum
+    ceiling = maximum("limits", name)
     if ceiling is not None and needed > ceiling:
         return f"({name}; a study may raise it to at most {ceiling}: `limits: {{{name}: {ceiling}}}`)"
     return f"({name}; a study that needs more sets `limits: {{{name}: {needed}}}`)"

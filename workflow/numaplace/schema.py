@@ -170,12 +170,27 @@ def defaults(section=None):
     with no section for the study's top-level keys: the one place they are written. Code
     that reads a section which may not have passed through the schema (a run spec written
     by hand, build settings) starts from these."""
+    return dict(_defaults(section))         # a copy: callers merge into it
+
+
+@lru_cache(maxsize=None)
+def _defaults(section):
+    # judged once per record read: worked out once per section
+    return {k: v["default"] for k, v in _properties(section).items()
+            if "default" in v and v["default"] is not None}
+
+
+def _properties(section):
     schema = _schema("study")
     sec = schema["properties"][section] if section else schema
     if "$ref" in sec:                           # "#/$defs/<name>"
         sec = schema["$defs"][sec["$ref"].rsplit("/", 1)[1]]
-    props = sec.get("properties", {})
-    return {k: v["default"] for k, v in props.items() if "default" in v and v["default"] is not None}
+    return sec.get("properties", {})
+
+
+def maximum(section, key):
+    """The study schema's largest allowed value of section.key, or None."""
+    return _properties(section)[key].get("maximum")
 
 
 def setting(key, study, experiment=None):
