@@ -5,7 +5,8 @@ from pathlib import Path
 from numaplace import ConfigError
 from numaplace.launch import command
 from numaplace.placement import node_choices
-from numaplace.topology import format_cpulist, load_platform, parse_cpulist
+from numaplace.cpulist import format_cpulist, parse_cpulist
+from numaplace.topology import load_platform
 from conftest import expand
 
 

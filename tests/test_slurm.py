@@ -23,7 +23,7 @@ from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 
 from numaplace import cluster, pbs
 from numaplace.fidelity import judge  # noqa: E402
-from numaplace.topology import parse_cpulist  # noqa: E402
+from numaplace.cpulist import parse_cpulist  # noqa: E402
 
 # installed by .ci/setup from requirements.txt: part of numaplace's install, not a rig
 import snakemake_executor_plugin_slurm  # noqa: E402,F401

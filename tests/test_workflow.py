@@ -1,5 +1,6 @@
 """The study workflow end to end on this machine: builds, measured runs under real
 numactl/taskset, captures in the records, failures recorded as data, interruptions."""
+import json
 import os
 import shlex
 import signal
@@ -10,6 +11,7 @@ import time
 import pytest
 import yaml
 from conftest import copy_workflow, read_records, run_snakemake, single_run_spec
+from numaplace.cpulist import parse_cpulist
 
 
 
@@ -50,7 +52,6 @@ def test_quick_study_all_verified(quick):
 def test_records_hold_captures(quick):
     wf, _ = quick
     recs = records(wf, "quick")
-    from numaplace.topology import parse_cpulist
     with_pages = 0
     for rid, r in recs.items():
         cap = r["captures"]
@@ -218,3 +219,27 @@ def test_thresholds_rejudge_without_rerunning_and_a_forced_rerun_keeps_the_recor
     kept = wf / "results/judged/runs/cg.W.default.n0.r1/attempts/1/record.json"
     assert kept.read_bytes() == before and record.read_bytes() != before
     assert sorted(fidelity_in_tables()) == [("cg.W.default.n0.r1", "1", "unknown"), ("cg.W.default.n0.r1", "2", "unknown")]
+
+
+def test_runner_leaves_the_placement_cpus_while_it_starts_and_the_benchmark_gets_them_back(tmp_path):
+    """The idle check's window opens as the runner starts (it moves off the placement's
+    CPUs first, so its start-up is not counted as load); the benchmark, and the launcher
+    that binds it, still start with the runner's whole CPU mask."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs: the runner moves to one outside the placement")
+    mask = sorted(os.sched_getaffinity(0))
+    spec = single_run_spec(cpu=mask[0], idle_check="flag")
+    spec["argv"] = ["grep", "Cpus_allowed_list", "/proc/self/status"]   # no launcher: inherits
+    hog = subprocess.Popen(["taskset", "-c", str(mask[0]), sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        subprocess.run([sys.executable, "-m", "numaplace", "run", "--spec", json.dumps(spec),
+                        "--binary", "/bin/true", "--record", str(tmp_path / "r" / "record.json")],
+                       check=True, capture_output=True)
+    finally:
+        hog.kill()
+    rec = json.loads((tmp_path / "r" / "record.json").read_text())
+    assert rec["idle"]["window_opened"] == "start-up" and rec["idle"]["window_s"] >= 0.1
+    assert rec["idle"]["idle"] is False and str(mask[0]) in rec["idle"]["busy_cpus"]
+    allowed = (tmp_path / "r" / "stdout").read_text().split(":")[1].strip()
+    assert parse_cpulist(allowed) == mask

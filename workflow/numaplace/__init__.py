@@ -5,13 +5,14 @@ judge/aggregate → plot → report):
 
   plan     loader (strict parsing of study/platform files), schema (JSON schemas and
            their defaults), limits and checks (plan size bounds, cross-field checks),
-           topology (nodes, CPUs, distances; platform_detect writes a platform file),
+           cpulist ('0-3,8' lists), topology (nodes, CPUs, distances; platform_detect
+           writes a platform file),
            placement and memory_specs (a study's placements, expanded), launch (launcher
            registry: placement → argv + env), kinds (benchmark-kind registry: build,
            parse, verify, metric, cost), study (config → the table of runs)
   build    build (NPB and micro-benchmark trees, build records), serial_init
-  run      runner (one measured run), guard (machine lock, death with the job, idle and
-           foreign load), system (page-shaping kernel settings, numa_balancing control),
+  run      runner (one measured run), guard (machine lock, death with the job), idle
+           (idle check, foreign load), system (page-shaping kernel settings, numa_balancing),
            capture (sampler), numa_maps, pages_over_time, npb_output, membench_output
   record   records (the record format: schema, write, read, migrate, set aside)
   judge    fidelity (did threads and pages go where asked), stats (summaries, tests)

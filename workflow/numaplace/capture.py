@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from . import numa_maps
-from .topology import format_cpulist, parse_cpulist
+from .cpulist import format_cpulist, parse_cpulist
 
 STEADY = 0.01          # two samples within 1 % of each other: the footprint is steady
 

@@ -9,7 +9,7 @@ from . import ConfigError, limits as limits_mod
 from . import memory_specs
 from .schema import setting
 from .placement import MEMORY_SPECS, count_choices
-from .topology import check_cpulist_text
+from .cpulist import check_cpulist_text
 
 # keys that only mean something with a given way of writing a placement
 ONLY_WITH = {"nodes": "layout", "distinct": "layout"}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 from . import __version__
@@ -127,6 +126,7 @@ def _plan(a):
 
 def _pbs_submit(a):
     import subprocess
+    from pathlib import Path   # here, as the other imports: `numaplace run` starts without them
     from . import pbs
     props = pbs.read_job_properties(a.jobscript)
     logdir = Path(a.log_dir).resolve()
@@ -159,11 +159,18 @@ def _pbs_status(a):
 def _run(a):
     """One measured run. Its outcome goes to stdout (the job's log); what stopped it from
     writing a record goes to stderr in one line (the console: a full disk cannot eat it)."""
+    spec = json.loads(a.spec)
+    window = None
+    if not a.build and spec.get("run", {}).get("idle_check") != "off":
+        # first thing: leave the placement's CPUs, so that the idle check's window runs
+        # while the runner starts up instead of after it
+        from .cpulist import parse_cpulist
+        from .idle import IdleWindow
+        window = IdleWindow.leave(parse_cpulist(spec["placement"]["cpus"]))
     from .guard import is_disk_full
     from .runner import Interrupted, execute, execute_build
-    spec = json.loads(a.spec)
     try:
-        rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record)
+        rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record, window)
     except Interrupted as e:
         sys.stderr.write(f"numaplace run: {spec['run_id']}: interrupted ({e}); the benchmark was "
                          f"stopped and no record written; to measure it, run the same snakemake "

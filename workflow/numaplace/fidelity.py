@@ -26,7 +26,7 @@ changing them re-judges every run from its captures and re-runs none.
 from __future__ import annotations
 
 from .kinds import KINDS
-from .topology import format_cpulist, parse_cpulist
+from .cpulist import format_cpulist, parse_cpulist
 
 # placement memory policy → numa_maps mode names that express it
 POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),

@@ -5,7 +5,7 @@
 * the benchmark dies with its runner (parent-death signal), and the runner stops the
   benchmark when the Snakemake process that started it is gone (kill -9 of Snakemake
   would otherwise leave both running, overlapping the next run);
-* idle check before a run, and the CPU time others spent on the run's CPUs during it.
+(the idle check before a run and the foreign load during it: numaplace.idle)
 """
 from __future__ import annotations
 
@@ -14,13 +14,11 @@ import errno
 import fcntl
 import os
 import signal
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 LOCK_NAME = "numaplace-measure.lock"
 PR_SET_PDEATHSIG = 1
 
@@ -29,6 +27,7 @@ def lock_path():
     """Machine-wide: /run/lock (world-writable, sticky, on tmpfs), else the temp dir."""
     base = Path("/run/lock")
     if not (base.is_dir() and os.access(base, os.W_OK)):
+        import tempfile        # here: the runner's start-up does without it
         base = Path(tempfile.gettempdir())
     return base / LOCK_NAME
 
@@ -104,52 +103,6 @@ class AncestorWatch(threading.Thread):
 
     def stop(self):
         self._stop.set()
-
-
-def cpu_jiffies():
-    """{cpu: (busy, total)} jiffies from /proc/stat."""
-    out = {}
-    with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith("cpu") and line[3].isdigit():
-                v = list(map(int, line.split()[1:9]))
-                idle = v[3] + v[4]
-                out[int(line.split()[0][3:])] = (sum(v) - idle, sum(v))
-    return out
-
-
-def cpu_busy(seconds=0.1):
-    """Busy fraction per CPU over a short window."""
-    a = cpu_jiffies()
-    time.sleep(seconds)
-    b = cpu_jiffies()
-    return {c: round((b[c][0] - a[c][0]) / max(b[c][1] - a[c][1], 1), 3) for c in b if c in a}
-
-
-def idle_check(cpus, busy_max, wait, mode):
-    """(idle?, evidence). With mode refuse, waits up to `wait` seconds for idleness."""
-    deadline = time.monotonic() + (wait if mode == "refuse" else 0)
-    while True:
-        busy = cpu_busy()
-        load = os.getloadavg()
-        hot = {c: b for c, b in busy.items() if c in cpus and b > busy_max}
-        evidence = {"busy": {str(c): b for c, b in busy.items()}, "loadavg": load,
-                    "busy_max": busy_max, "busy_cpus": {str(c): b for c, b in hot.items()}}
-        if not hot or time.monotonic() >= deadline:
-            return not hot, evidence
-        time.sleep(2)
-
-
-def foreign_load(before, after, cpus, wall_s, own_cpu_s):
-    """CPU seconds that something other than the run (benchmark + sampler, `own_cpu_s`)
-    spent on the run's CPUs while it ran, and that as a share of the CPUs' time."""
-    busy_s = sum(after[c][0] - before[c][0] for c in cpus if c in before and c in after) / CLK_TCK
-    foreign = max(0.0, busy_s - own_cpu_s)
-    capacity = max(wall_s * len(cpus), 1e-9)
-    return {"cpu_s": round(foreign, 3), "share": round(min(foreign / capacity, 1.0), 4),
-            "busy_cpu_s": round(busy_s, 3), "run_cpu_s": round(own_cpu_s, 3),
-            "note": "jiffy resolution (1/%d s): shares below ~%.0f%% of short runs are noise"
-                    % (CLK_TCK, 100 * 2 / CLK_TCK / max(wall_s, 1e-9))}
 
 
 def is_disk_full(e):

@@ -5,7 +5,7 @@ a placement is out of its reach, which the study check turns into a validation e
 """
 from __future__ import annotations
 
-from .topology import format_cpulist
+from .cpulist import format_cpulist
 
 # Variables that would change the measurement if inherited from the caller's shell.
 SCRUBBED_ENV = ("OMP_", "GOMP_", "KMP_", "NPB_TIMER_FLAG")

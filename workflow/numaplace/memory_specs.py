@@ -24,7 +24,7 @@ Memory None = the experiment's memory policies apply (first touch: local)."""
 from __future__ import annotations
 
 from . import ConfigError
-from .topology import format_cpulist, parse_cpulist
+from .cpulist import format_cpulist, parse_cpulist
 
 
 def _nodes(value, topo, where, entry):

@@ -20,7 +20,7 @@ from . import membench_output
 from .kinds import kind
 from .memory_specs import intended_memory_node
 from .records import iter_records
-from .topology import parse_cpulist
+from .cpulist import parse_cpulist
 
 PAGE_SHARE_MIN = 0.99      # the fidelity bar for a memory cell
 COLUMNS = ["bench", "mode", "size_bytes", "threads", "reader_cpu", "reader_node", "memory_node", "rep",

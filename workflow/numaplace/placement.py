@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from . import ConfigError
 from .launch import LAUNCHERS
-from .topology import format_cpulist, parse_cpulist
+from .cpulist import format_cpulist, parse_cpulist
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ import subprocess
 from pathlib import Path
 
 from . import ConfigError
-from .topology import format_cpulist, from_sysfs, parse_cpulist
+from .cpulist import format_cpulist, parse_cpulist
+from .topology import from_sysfs
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 

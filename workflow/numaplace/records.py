@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from functools import lru_cache
 from pathlib import Path
@@ -112,6 +111,7 @@ def iter_records(results_dir, attempts=False):
 
 
 def set_aside_failed(results_dir, statuses=None):
+    import shutil              # here: the runner, which imports this module, does without
     moved = []
     for rec in iter_records(results_dir):
         if (statuses is None and rec["status"] == "ok") or (statuses and rec["status"] not in statuses):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -19,8 +18,8 @@ from pathlib import Path
 
 from . import system
 from .capture import Sampler, numastat_delta, numastat_system
-from .guard import (AncestorWatch, cpu_jiffies, die_with_parent, foreign_load, idle_check,
-                    machine_lock, snakemake_ancestor)
+from .guard import AncestorWatch, die_with_parent, machine_lock, snakemake_ancestor
+from .idle import cpu_jiffies, foreign_load, idle_check
 from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
 from .pages_over_time import pages_over_time
@@ -79,6 +78,7 @@ def _set_aside_earlier(rundir):
     leftovers = [p for p in rundir.iterdir() if p.name not in ("record.json", "attempts", "interrupted")]
     if not leftovers:
         return
+    import shutil              # here: most runs start in an empty folder (shutil is slow to import)
     if (rundir / KEPT).exists():
         attempts = rundir / "attempts"
         n = len(list(attempts.glob("*"))) + 1 if attempts.exists() else 1
@@ -124,19 +124,26 @@ def _record_head(spec):
             "kind": kind_facts(spec["bench"])}
 
 
-def execute(spec, binary, record_path):
-    """Run spec (the plan's run params) with `binary`; write the record; return it."""
+# an idle window opened before the lock serves only when no other run held the lock
+LOCK_WAIT_KEEPS_WINDOW_S = 0.01
+
+
+def execute(spec, binary, record_path, window=None):
+    """Run spec (the plan's run params) with `binary`; write the record; return it.
+    `window`: the idle.IdleWindow the command opened at start-up, if any."""
     # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
     # Handlers and CPU affinity are the caller's again afterwards.
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
-    own_cpus = os.sched_getaffinity(0)
+    own_cpus = window.affinity if window else os.sched_getaffinity(0)
     try:
         # No other measured run on this machine meanwhile: the lock spans the study's
         # kernel.numa_balancing (set, then restored, system.py) and the settings read.
         with machine_lock() as waited, \
                 system.balancing_for_run(spec.get("system"), system.state_file()):
-            return _Run(spec, binary, record_path, lock_wait_s=waited).execute()
+            run = _Run(spec, binary, record_path, lock_wait_s=waited, own_cpus=own_cpus)
+            run.window = window if waited <= LOCK_WAIT_KEEPS_WINDOW_S else None
+            return run.execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
@@ -146,7 +153,9 @@ def execute(spec, binary, record_path):
 class _Run:
     """One measured run, step by step; every step that ends the run writes its record."""
 
-    def __init__(self, spec, binary, record_path, lock_wait_s=0.0):
+    def __init__(self, spec, binary, record_path, lock_wait_s=0.0, own_cpus=None):
+        self.own_cpus = own_cpus or os.sched_getaffinity(0)
+        self.window = None
         self.record_path = Path(record_path)
         self.rundir = self.record_path.parent
         self.binary = Path(binary).resolve()
@@ -185,11 +194,12 @@ class _Run:
         mode = self.runcfg["idle_check"] if self.launcher.on_measured_node else "off"
         if mode != "off":
             idle, evidence = idle_check(self.placement.cpus, self.runcfg["idle_busy_max"],
-                                        self.runcfg["idle_wait"], mode)
+                                        self.runcfg["idle_wait"], mode, since=self.window)
             self.rec["idle"] = {"idle": idle, **evidence}
             if not idle and mode == "refuse":
                 return self.finish("not-idle", f"CPUs busy before the run: {evidence['busy_cpus']}")
         self.rec["loadavg_before"] = os.getloadavg()
+        os.sched_setaffinity(0, self.own_cpus)   # the probe and the benchmark inherit it
         return None
 
     def probe(self):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,7 +68,7 @@ def _chosen(text):
 def _governor(root):
     """The CPUs' cpufreq governor: one name, 'name (cpus); name (cpus)' when they
     differ, None without cpufreq (VMs, containers)."""
-    from .topology import format_cpulist
+    from .cpulist import format_cpulist
     by = {}
     for d in Path(root, "sys/devices/system/cpu").glob("cpu[0-9]*"):
         g = _read(root, d.relative_to(root) / "cpufreq" / "scaling_governor")
@@ -145,7 +144,8 @@ def wanted(system_cfg):
 
 
 def _sysctl():
-    return shutil.which("sysctl", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "/usr/sbin/sysctl"
+    from shutil import which   # here: the runner's start-up does without shutil
+    return which("sysctl", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "/usr/sbin/sysctl"
 
 
 def _sudo_argv(value):
@@ -160,7 +160,8 @@ def how_to_set(root=ROOT):
         return None, f"this kernel has no {BALANCING_KEY} (/{BALANCING})"
     if os.access(path, os.W_OK):
         return "write", None
-    if str(root) == ROOT and shutil.which("sudo"):
+    from shutil import which
+    if str(root) == ROOT and which("sudo"):
         # `sudo -l CMD` exits 0 when the rule allows exactly that command
         ok = all(subprocess.run(["sudo", "-n", "-l", *_sudo_argv(v)[2:]], capture_output=True).returncode == 0
                  for v in BALANCING_VALUES.values())
