@@ -55,7 +55,7 @@ contains
     real(real64), intent(inout) :: x(na), z(na), p(na), q(na), r(na)
     real(real64), intent(inout) :: rnorm, xz
     integer :: lo, hi, j, step
-    real(real64) :: s, s2, s3, sum, d, rho, rho_new, alpha, beta, res, xz_all, zz
+    real(real64) :: s, s2, s3, d, rho, rho_new, alpha, beta, res, xz_all, zz
 
     call row_block(na, lo, hi)
     s = 0
@@ -68,12 +68,11 @@ contains
     rho = team_sum(slot_rho0, s)          ! its barrier also publishes p
 
     do step = 1, cg_steps
-      ! q = A p, fused with p.q
+      ! q = A p, then p.q (q and p are this thread's rows, still in cache)
+      call rows_times(lo, hi, rowstr, colidx, a, p, q)
       s = 0
       do j = lo, hi
-        sum = row_times(rowstr(j), rowstr(j + 1) - 1, a, colidx, p)
-        q(j) = sum
-        s = s + p(j) * sum
+        s = s + p(j) * q(j)
       end do
       alpha = rho / team_sum(slot_pq, s)
       ! z += alpha p, r -= alpha q, fused with r.r
@@ -93,11 +92,10 @@ contains
     end do
 
     ! ||x - A z||, x.z and z.z in one sweep (r keeps A z, as in NPB)
+    call rows_times(lo, hi, rowstr, colidx, a, z, r)
     s = 0;  s2 = 0;  s3 = 0
     do j = lo, hi
-      sum = row_times(rowstr(j), rowstr(j + 1) - 1, a, colidx, z)
-      r(j) = sum
-      d = x(j) - sum
+      d = x(j) - r(j)
       s = s + d * d
       s2 = s2 + x(j) * z(j)
       s3 = s3 + z(j) * z(j)
@@ -115,27 +113,34 @@ contains
     end if
   end subroutine team_power_step
 
-  !> One row of a sparse matrix times v: sum of a(k) * v(colidx(k)) for k = first..last.
-  !> Four partial sums: the gathers of v and the additions of consecutive entries overlap
-  !> instead of waiting on one chain of dependent additions (the sum's rounding order
-  !> differs from a single accumulator's; NPB's verification tolerance allows for that).
-  pure function row_times(first, last, a, colidx, v) result(sum)
-    integer, intent(in) :: first, last, colidx(*)
+  !> Rows lo..hi of a sparse matrix times v, into out(lo:hi): out(j) is the sum of
+  !> a(k) * v(colidx(k)) over row j's entries. The whole block in one call (a call per row
+  !> is not inlined by gfortran and costs more than a short row's work). Four partial sums
+  !> per row: the gathers of v and the additions of consecutive entries overlap instead
+  !> of waiting on one chain of dependent additions (the rounding order differs from a
+  !> single accumulator's; NPB's verification tolerance allows for that).
+  subroutine rows_times(lo, hi, rowstr, colidx, a, v, out)
+    integer, intent(in) :: lo, hi, rowstr(*), colidx(*)
     real(real64), intent(in) :: a(*), v(*)
-    real(real64) :: sum, s0, s1, s2, s3
-    integer :: k, rest
-    s0 = 0;  s1 = 0;  s2 = 0;  s3 = 0
-    rest = last - mod(last - first + 1, 4)
-    do k = first, rest, 4
-      s0 = s0 + a(k) * v(colidx(k))
-      s1 = s1 + a(k + 1) * v(colidx(k + 1))
-      s2 = s2 + a(k + 2) * v(colidx(k + 2))
-      s3 = s3 + a(k + 3) * v(colidx(k + 3))
+    real(real64), intent(inout) :: out(*)
+    real(real64) :: s0, s1, s2, s3
+    integer :: j, k, first, last, rest
+    do j = lo, hi
+      first = rowstr(j)
+      last = rowstr(j + 1) - 1
+      s0 = 0;  s1 = 0;  s2 = 0;  s3 = 0
+      rest = last - mod(last - first + 1, 4)
+      do k = first, rest, 4
+        s0 = s0 + a(k) * v(colidx(k))
+        s1 = s1 + a(k + 1) * v(colidx(k + 1))
+        s2 = s2 + a(k + 2) * v(colidx(k + 2))
+        s3 = s3 + a(k + 3) * v(colidx(k + 3))
+      end do
+      do k = rest + 1, last
+        s0 = s0 + a(k) * v(colidx(k))
+      end do
+      out(j) = (s0 + s1) + (s2 + s3)
     end do
-    do k = rest + 1, last
-      s0 = s0 + a(k) * v(colidx(k))
-    end do
-    sum = (s0 + s1) + (s2 + s3)
-  end function row_times
+  end subroutine rows_times
 
 end module cg_solver
