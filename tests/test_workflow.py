@@ -221,6 +221,16 @@ def test_thresholds_rejudge_without_rerunning_and_a_forced_rerun_keeps_the_recor
     assert sorted(fidelity_in_tables()) == [("cg.W.default.n0.r1", "1", "unknown"), ("cg.W.default.n0.r1", "2", "unknown")]
 
 
+def _run_as_the_measure_rule_does(tmp_path, spec, binary="/bin/true"):
+    """`numaplace run --spec S --build B --record R`, as rule measure calls it."""
+    build = tmp_path / "build.json"
+    build.write_text(json.dumps({"status": "ok", "binary": binary, "reason": None}))
+    record = tmp_path / "r" / "record.json"
+    subprocess.run([sys.executable, "-m", "numaplace", "run", "--spec", json.dumps(spec),
+                    "--build", str(build), "--record", str(record)], check=True, capture_output=True)
+    return json.loads(record.read_text())
+
+
 def test_runner_leaves_the_placement_cpus_while_it_starts_and_the_benchmark_gets_them_back(tmp_path):
     """The idle check's window opens as the runner starts (it moves off the placement's
     CPUs first, so its start-up is not counted as load); the benchmark, and the launcher
@@ -233,13 +243,23 @@ def test_runner_leaves_the_placement_cpus_while_it_starts_and_the_benchmark_gets
     hog = subprocess.Popen(["taskset", "-c", str(mask[0]), sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.3)
-        subprocess.run([sys.executable, "-m", "numaplace", "run", "--spec", json.dumps(spec),
-                        "--binary", "/bin/true", "--record", str(tmp_path / "r" / "record.json")],
-                       check=True, capture_output=True)
+        rec = _run_as_the_measure_rule_does(tmp_path, spec)
     finally:
         hog.kill()
-    rec = json.loads((tmp_path / "r" / "record.json").read_text())
     assert rec["idle"]["window_opened"] == "start-up" and rec["idle"]["window_s"] >= 0.1
     assert rec["idle"]["idle"] is False and str(mask[0]) in rec["idle"]["busy_cpus"]
     allowed = (tmp_path / "r" / "stdout").read_text().split(":")[1].strip()
     assert parse_cpulist(allowed) == mask
+
+
+def test_runner_that_waits_for_the_machine_opens_its_idle_window_after_the_wait(tmp_path):
+    """A window opened while another run still held the machine would count that run's
+    end as load on these CPUs: the runner that has to wait opens it once it has the lock."""
+    from numaplace.guard import lock_path
+    holder = subprocess.Popen(["flock", str(lock_path()), "sleep", "0.6"])
+    try:
+        time.sleep(0.2)
+        rec = _run_as_the_measure_rule_does(tmp_path, single_run_spec(idle_check="flag"))
+    finally:
+        holder.wait()
+    assert rec["lock_wait_s"] >= 0.2 and rec["idle"]["window_opened"] == "check"

@@ -160,17 +160,18 @@ def _run(a):
     """One measured run. Its outcome goes to stdout (the job's log); what stopped it from
     writing a record goes to stderr in one line (the console: a full disk cannot eat it)."""
     spec = json.loads(a.spec)
-    window = None
-    if not a.build and spec.get("run", {}).get("idle_check") != "off":
-        # first thing: leave the placement's CPUs, so that the idle check's window runs
-        # while the runner starts up instead of after it
+    from .guard import is_disk_full, try_machine_lock
+    window = held = None
+    if spec.get("run", {}).get("idle_check") != "off" and (held := try_machine_lock()) is not None:
+        # first thing, when no other run holds the machine: leave the placement's CPUs,
+        # so that the idle check's window runs while the runner starts up, not after it
         from .cpulist import parse_cpulist
         from .idle import IdleWindow
         window = IdleWindow.leave(parse_cpulist(spec["placement"]["cpus"]))
-    from .guard import is_disk_full
     from .runner import Interrupted, execute, execute_build
     try:
-        rec = execute_build(spec, a.build, a.record) if a.build else execute(spec, a.binary, a.record, window)
+        rec = (execute_build(spec, a.build, a.record, window, held) if a.build
+               else execute(spec, a.binary, a.record, window, held))
     except Interrupted as e:
         sys.stderr.write(f"numaplace run: {spec['run_id']}: interrupted ({e}); the benchmark was "
                          f"stopped and no record written; to measure it, run the same snakemake "

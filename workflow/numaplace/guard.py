@@ -32,18 +32,36 @@ def lock_path():
     return base / LOCK_NAME
 
 
-@contextmanager
-def machine_lock(path=None):
-    """Hold the machine's measurement lock; yields the seconds spent waiting for it.
-    Opened read-only, so a lock file created by root still serves other users."""
+def _open_lock(path):
+    # read-only, so that a lock file created by root still serves other users
     path = Path(path or lock_path())
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+        return os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
     except PermissionError:
-        fd = os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY)
+
+
+def try_machine_lock(path=None):
+    """The machine's measurement lock, taken now if it is free (its fd, to hand to
+    machine_lock), else None."""
+    fd = _open_lock(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        os.close(fd)
+        return None
+
+
+@contextmanager
+def machine_lock(path=None, held=None):
+    """Hold the machine's measurement lock; yields the seconds spent waiting for it.
+    `held`: the fd of a lock try_machine_lock already took (released here at the end)."""
+    fd = held if held is not None else _open_lock(path)
     try:
         t0 = time.monotonic()
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if held is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield round(time.monotonic() - t0, 3)
     finally:
         os.close(fd)                 # releases the lock

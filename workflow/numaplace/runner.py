@@ -98,12 +98,16 @@ def _interrupt(signum, frame):
     raise Interrupted(f"signal {signum}")
 
 
-def execute_build(spec, build_record, record_path):
+def execute_build(spec, build_record, record_path, window=None, held_lock=None):
     """Run spec with the binary of a build record (numaplace build); a failed build gives
     the run a `build-failed` record carrying the build's reason, and nothing executes."""
     build = json.loads(Path(build_record).read_text())
     if build["status"] == "ok":
-        return execute(spec, build["binary"], record_path)
+        return execute(spec, build["binary"], record_path, window, held_lock)
+    if held_lock is not None:
+        os.close(held_lock)                   # nothing to measure: the lock goes at once
+    if window is not None:
+        os.sched_setaffinity(0, window.affinity)
     record_path = Path(record_path)
     record_path.parent.mkdir(parents=True, exist_ok=True)
     rec = {**_record_head(spec), "binary": build["binary"], "argv": spec["argv"], "env": spec["env"],
@@ -124,13 +128,10 @@ def _record_head(spec):
             "kind": kind_facts(spec["bench"])}
 
 
-# an idle window opened before the lock serves only when no other run held the lock
-LOCK_WAIT_KEEPS_WINDOW_S = 0.01
-
-
-def execute(spec, binary, record_path, window=None):
+def execute(spec, binary, record_path, window=None, held_lock=None):
     """Run spec (the plan's run params) with `binary`; write the record; return it.
-    `window`: the idle.IdleWindow the command opened at start-up, if any."""
+    `window`: the idle.IdleWindow the command opened at start-up, with the machine lock
+    it took just before (`held_lock`), if any."""
     # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
     # Handlers and CPU affinity are the caller's again afterwards.
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -139,10 +140,10 @@ def execute(spec, binary, record_path, window=None):
     try:
         # No other measured run on this machine meanwhile: the lock spans the study's
         # kernel.numa_balancing (set, then restored, system.py) and the settings read.
-        with machine_lock() as waited, \
+        with machine_lock(held=held_lock) as waited, \
                 system.balancing_for_run(spec.get("system"), system.state_file()):
             run = _Run(spec, binary, record_path, lock_wait_s=waited, own_cpus=own_cpus)
-            run.window = window if waited <= LOCK_WAIT_KEEPS_WINDOW_S else None
+            run.window = window
             return run.execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
