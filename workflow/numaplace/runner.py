@@ -142,9 +142,8 @@ def execute(spec, binary, record_path, window=None, held_lock=None):
         # kernel.numa_balancing (set, then restored, system.py) and the settings read.
         with machine_lock(held=held_lock) as waited, \
                 system.balancing_for_run(spec.get("system"), system.state_file()):
-            run = _Run(spec, binary, record_path, lock_wait_s=waited, own_cpus=own_cpus)
-            run.window = window
-            return run.execute()
+            return _Run(spec, binary, record_path, lock_wait_s=waited, own_cpus=own_cpus,
+                        window=window).execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
@@ -154,9 +153,9 @@ def execute(spec, binary, record_path, window=None, held_lock=None):
 class _Run:
     """One measured run, step by step; every step that ends the run writes its record."""
 
-    def __init__(self, spec, binary, record_path, lock_wait_s=0.0, own_cpus=None):
+    def __init__(self, spec, binary, record_path, lock_wait_s=0.0, own_cpus=None, window=None):
         self.own_cpus = own_cpus or os.sched_getaffinity(0)
-        self.window = None
+        self.window = window                   # an idle.IdleWindow opened at start-up
         self.record_path = Path(record_path)
         self.rundir = self.record_path.parent
         self.binary = Path(binary).resolve()
