@@ -104,3 +104,25 @@ def test_concurrent_builds_of_one_tree(repo, tmp_path):
         assert json.loads((tmp_path / f"{bench}.S.build.json").read_text())["status"] == "ok"
         r = run(tmp_path / f"{bench}.S.x", 2, tmp_path)
         assert r.returncode == 0 and npb_output.parse(r.stdout)["init_order"] == "serial"
+
+
+def test_a_changed_bundled_kernel_gets_a_new_build_key(repo, tmp_path, monkeypatch):
+    """The build folder's key covers the bundled trees' contents, so an updated kernel is
+    rebuilt instead of the previous binary being reused; NASA's source leaves npb/src out."""
+    from numaplace.kinds import kind
+    from numaplace.study import load_study_file
+    study = load_study_file(repo / "config" / "studies" / "quick.yaml", repo / "config")
+    tree = tmp_path / "src"
+    shutil.copytree(kind("cg").source_dir, tree)
+    monkeypatch.setattr(type(kind("cg")), "source_dir", tree)
+    before = study.build_key()
+    (tree / "CG" / "Makefile").write_text((tree / "CG" / "Makefile").read_text() + "\n# changed\n")
+    after = study.build_key()
+    assert after != before
+    (tree / "CG" / "build.B.parallel").mkdir()          # build products are not source
+    (tree / "CG" / "build.B.parallel" / "cg.o").write_bytes(b"\0")
+    assert study.build_key() == after
+    study.config["npb"] = {**study.npb, "source": "/nasa/NPB3.4.2.tar.gz"}
+    official = study.build_key()
+    (tree / "CG" / "Makefile").write_text("# npb/src is not what an official build uses\n")
+    assert study.build_key() == official

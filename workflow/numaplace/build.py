@@ -198,6 +198,28 @@ def fetch_source(source, sha256, dest):
             raise BuildError(f"npb.source: {e}") from None
 
 
+# what a build tree copies from a source (build products of an earlier in-place make are left out)
+_NOT_SOURCE = ("build.*", "*.x", "*.o", "*.mod", "make.def")
+
+
+def bundled_digest(settings):
+    """Hash of the bundled trees a study's binaries are built from (npb/src unless
+    npb.source is NASA's, and every other kind's own tree), so that a changed bundled
+    kernel gets new build folders instead of the previous binaries."""
+    import fnmatch
+    from .kinds import KINDS
+    dirs = sorted({str(k.source_dir) for k in KINDS.values() if k.source_dir is not None
+                   and not (k.follows_npb_source and settings.get("source", BUNDLED_SOURCE) != BUNDLED_SOURCE)})
+    h = hashlib.sha256()
+    for d in dirs:
+        for path in sorted(Path(d).rglob("*")):
+            rel = path.relative_to(d)
+            if path.is_file() and not any(fnmatch.fnmatch(part, pat) for part in rel.parts for pat in _NOT_SOURCE):
+                h.update(f"{Path(d).name}/{rel}\0".encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def prepare_tree(settings, variant, tree, bundled):
     """Copy the source (`bundled`, or the study's NPB source) into `tree` once, write
     make.def, apply the variant's changes."""
@@ -213,7 +235,7 @@ def prepare_tree(settings, variant, tree, bundled):
     else:
         # one download/unpack per build key, shared by its variants
         src = fetch_source(source, settings.get("sha256"), tree.parent.parent / "source")
-    shutil.copytree(src, tree, ignore=shutil.ignore_patterns("build.*", "*.x", "*.o", "*.mod", "make.def"))
+    shutil.copytree(src, tree, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
     (tree / "bin").mkdir(exist_ok=True)
     version = None
     if source != BUNDLED_SOURCE:

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import ConfigError, limits
-from .build import check_source
+from .build import bundled_digest, check_source
 from .kinds import kind
 from .checks import check_study
 from .launch import command
@@ -152,9 +152,10 @@ class Study:
         return self.config.get("npb", {})
 
     def build_key(self):
-        """Short hash of everything that changes the binaries (source and flags)."""
+        """Short hash of everything that changes the binaries (source, bundled trees' contents, flags)."""
         n = self.npb
         key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
+        key["bundled"] = bundled_digest(n)
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
 
     def binaries(self):

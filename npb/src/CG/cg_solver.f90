@@ -4,12 +4,26 @@
 ! thread first touched.
 module cg_solver
   use, intrinsic :: iso_fortran_env, only: real64
+  use, intrinsic :: iso_c_binding, only: c_int, c_double
   use omp_lib, only: omp_get_thread_num
   use cg_params, only: cg_steps
   use cg_team, only: row_block, team_sum
   implicit none
   private
   public :: set_vectors, power_step
+
+  interface
+    !> Rows lo..hi of a sparse matrix times v, into out(lo:hi): out(j) is the sum of
+    !> a(k) * v(colidx(k)) over row j's entries (cg_rows_times.c: the loop needs
+    !> software prefetch, which Fortran cannot express).
+    subroutine rows_times(lo, hi, rowstr, colidx, a, v, out) bind(C, name="cg_rows_times")
+      import :: c_int, c_double
+      integer(c_int), value :: lo, hi
+      integer(c_int), intent(in) :: rowstr(*), colidx(*)
+      real(c_double), intent(in) :: a(*), v(*)
+      real(c_double), intent(inout) :: out(*)
+    end subroutine rows_times
+  end interface
 
   ! reduction slots (see team_sum for when a slot may be reused)
   integer, parameter :: slot_rho0 = 1, slot_pq = 2, slot_rho = 3, &
@@ -112,35 +126,5 @@ contains
       xz = xz_all
     end if
   end subroutine team_power_step
-
-  !> Rows lo..hi of a sparse matrix times v, into out(lo:hi): out(j) is the sum of
-  !> a(k) * v(colidx(k)) over row j's entries. The whole block in one call (a call per row
-  !> is not inlined by gfortran and costs more than a short row's work). Four partial sums
-  !> per row: the gathers of v and the additions of consecutive entries overlap instead
-  !> of waiting on one chain of dependent additions (the rounding order differs from a
-  !> single accumulator's; NPB's verification tolerance allows for that).
-  subroutine rows_times(lo, hi, rowstr, colidx, a, v, out)
-    integer, intent(in) :: lo, hi, rowstr(*), colidx(*)
-    real(real64), intent(in) :: a(*), v(*)
-    real(real64), intent(inout) :: out(*)
-    real(real64) :: s0, s1, s2, s3
-    integer :: j, k, first, last, rest
-    do j = lo, hi
-      first = rowstr(j)
-      last = rowstr(j + 1) - 1
-      s0 = 0;  s1 = 0;  s2 = 0;  s3 = 0
-      rest = last - mod(last - first + 1, 4)
-      do k = first, rest, 4
-        s0 = s0 + a(k) * v(colidx(k))
-        s1 = s1 + a(k + 1) * v(colidx(k + 1))
-        s2 = s2 + a(k + 2) * v(colidx(k + 2))
-        s3 = s3 + a(k + 3) * v(colidx(k + 3))
-      end do
-      do k = rest + 1, last
-        s0 = s0 + a(k) * v(colidx(k))
-      end do
-      out(j) = (s0 + s1) + (s2 + s3)
-    end do
-  end subroutine rows_times
 
 end module cg_solver
