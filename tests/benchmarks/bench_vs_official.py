@@ -19,7 +19,7 @@ import sys
 
 from _common import REPO, SCRATCH
 from numaplace import npb_output
-from numaplace.build import build
+from numaplace.build import build, bundled_digest
 
 TARBALL = REPO.parent / "shared" / "npb" / "NPB3.4.2.tar.gz"
 FFLAGS = "-O3 -fopenmp"
@@ -30,7 +30,8 @@ def binaries(bench, cls):
     out = {}
     for impl, settings in (("bundled", {"fflags": FFLAGS}),
                            ("official", {"source": str(TARBALL), "sha256": sha, "fflags": FFLAGS})):
-        d = SCRATCH / "vs-official" / impl
+        # the bundled build is keyed by its tree's contents: an edited kernel is rebuilt
+        d = SCRATCH / "vs-official" / (impl if impl == "official" else f"bundled-{bundled_digest({})[:10]}")
         exe = d / "bin" / f"{bench}.{cls}.x"
         if not exe.exists():
             build(settings, "default", bench, cls, d / "tree", exe, d / "logs" / f"{bench}.{cls}.log")
