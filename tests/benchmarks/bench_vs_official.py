@@ -28,10 +28,11 @@ FFLAGS = "-O3 -fopenmp"
 def binaries(bench, cls):
     sha = hashlib.sha256(TARBALL.read_bytes()).hexdigest()
     out = {}
-    for impl, settings in (("bundled", {"fflags": FFLAGS}),
-                           ("official", {"source": str(TARBALL), "sha256": sha, "fflags": FFLAGS})):
-        # the bundled build is keyed by its tree's contents: an edited kernel is rebuilt
-        d = SCRATCH / "vs-official" / (impl if impl == "official" else f"bundled-{bundled_digest({})[:10]}")
+    # the bundled build's folder is keyed by its tree's contents: an edited kernel is rebuilt
+    for impl, name, settings in (("bundled", f"bundled-{bundled_digest({})[:10]}", {"fflags": FFLAGS}),
+                                 ("official", "official",
+                                  {"source": str(TARBALL), "sha256": sha, "fflags": FFLAGS})):
+        d = SCRATCH / "vs-official" / name
         exe = d / "bin" / f"{bench}.{cls}.x"
         if not exe.exists():
             build(settings, "default", bench, cls, d / "tree", exe, d / "logs" / f"{bench}.{cls}.log")

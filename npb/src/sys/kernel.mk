@@ -1,6 +1,7 @@
 # Shared rules for one kernel directory; the kernel Makefile sets KERNEL (cg|mg),
-# SOURCES (Fortran) and C_SOURCES (C, built with make.def's CC and CFLAGS). Each (class, INIT) pair gets its own object directory, so objects and
-# module files never mix between classes or initialisation orders.
+# SOURCES (Fortran) and C_SOURCES (C, built with make.def's CC and CFLAGS). Each
+# (class, INIT) pair gets its own object directory, so objects and module files never
+# mix between classes or initialisation orders.
 # make.def if the user made one, else the template (a fresh checkout builds as is)
 include $(firstword $(wildcard ../config/make.def) ../config/make.def.template)
 CLASS ?= S
