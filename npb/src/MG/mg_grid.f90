@@ -64,28 +64,28 @@ contains
     !$omp do schedule(static)
     do k = 2, m - 1
       do j = 2, m - 1
-        call fill_ghosts_line(z, m, j, k)
+        call fill_ghosts_line(z(:, :, k), m, j)
       end do
-      call fill_ghosts_plane(z, m, k)
+      call fill_ghosts_plane(z(:, :, k), m)
     end do
     !$omp end do
     call fill_ghosts_axis3(z, m)
   end subroutine fill_ghosts
 
-  !> Axis-1 ghosts of interior line (j, k).
-  pure subroutine fill_ghosts_line(z, m, j, k)
-    integer, intent(in) :: m, j, k
-    real(dp), intent(inout) :: z(m, m, m)
-    z(1, j, k) = z(m - 1, j, k)
-    z(m, j, k) = z(2, j, k)
+  !> Axis-1 ghosts of interior line j of plane zk.
+  pure subroutine fill_ghosts_line(zk, m, j)
+    integer, intent(in) :: m, j
+    real(dp), intent(inout) :: zk(m, m)
+    zk(1, j) = zk(m - 1, j)
+    zk(m, j) = zk(2, j)
   end subroutine fill_ghosts_line
 
-  !> Axis-2 ghost lines of interior plane k; its axis-1 ghosts must be filled already.
-  pure subroutine fill_ghosts_plane(z, m, k)
-    integer, intent(in) :: m, k
-    real(dp), intent(inout) :: z(m, m, m)
-    z(:, 1, k) = z(:, m - 1, k)
-    z(:, m, k) = z(:, 2, k)
+  !> Axis-2 ghost lines of plane zk; its axis-1 ghosts must be filled already.
+  pure subroutine fill_ghosts_plane(zk, m)
+    integer, intent(in) :: m
+    real(dp), intent(inout) :: zk(m, m)
+    zk(:, 1) = zk(:, m - 1)
+    zk(:, m) = zk(:, 2)
   end subroutine fill_ghosts_plane
 
   !> Axis-3 ghost planes, after every interior plane has its axis-1/2 ghosts (the caller's
