@@ -2,7 +2,7 @@
 ! NPB3.4-OMP MG benchmark: same classes, verification and report, same data placement.
 program mg
   use, intrinsic :: iso_fortran_env, only: output_unit, error_unit
-  use omp_lib, only: omp_get_max_threads, omp_get_num_threads
+  use omp_lib, only: omp_get_max_threads, omp_get_num_threads, omp_get_thread_num
   use npb_config, only: npb_class, serial_init
   use npb_timers
   use npb_report
@@ -29,7 +29,7 @@ program mg
   integer, parameter :: t_init = 1, t_bench = 2, t_norm = 7
 
   type(grid_level), allocatable :: lev(:)
-  real(dp), allocatable :: v(:,:,:)
+  real(dp), allocatable :: v(:,:,:), fine_planes(:,:,:,:)
   type(problem) :: prob
   integer :: n, m, nit, lt, k, it, nthreads, icls
   logical :: have_input, verified
@@ -73,16 +73,18 @@ program mg
   call timer_clear(t_init)
   call timer_start(t_init)
 
-  ! u and r on every level, v on the finest only; no element is written here, so the
-  ! pages get their placement from the first write below.
+  ! u and r on every level, v on the finest only, and three finest-grid planes per thread
+  ! for residual_restrict; no element is written here, so the pages get their placement
+  ! from the first write below.
   allocate(lev(lt))
   do k = 1, lt
     lev(k)%n = 2**k
     lev(k)%m = 2**k + 2
     allocate(lev(k)%u(lev(k)%m, lev(k)%m, lev(k)%m), lev(k)%r(lev(k)%m, lev(k)%m, lev(k)%m))
   end do
-  allocate(v(m, m, m))
+  allocate(v(m, m, m), fine_planes(m, m, 0:2, 0:omp_get_max_threads() - 1))
   if (serial_init) then
+    fine_planes = 0
     do k = 1, lt
       call zero_grid_serial(lev(k)%u, lev(k)%m)
       call zero_grid_serial(lev(k)%r, lev(k)%m)
@@ -101,8 +103,9 @@ program mg
     call zero_grid(lev(k)%r, lev(k)%m)
   end do
   call zero_grid(v, m)
+  fine_planes(:, :, :, omp_get_thread_num()) = 0
   call make_rhs(v, m)
-  call residual_restrict(lev(lt)%u, v, m, lev(lt-1)%r, lev(lt-1)%m)
+  call residual_restrict(lev(lt)%u, v, m, lev(lt-1)%r, lev(lt-1)%m, fine_planes)
   call vcycle(lev, lt, v)
   call residual(lev(lt)%u, lev(lt)%r, m, v)
   call zero_grid(lev(lt)%u, m)
@@ -121,7 +124,7 @@ program mg
   ! NPB's resid, then per iteration mg3P and resid; the V-cycle only needs the finest
   ! residual restricted, so it is kept as such (residual_restrict) except at the end.
   !$omp parallel private(it)
-  call residual_restrict(lev(lt)%u, v, m, lev(lt-1)%r, lev(lt-1)%m)
+  call residual_restrict(lev(lt)%u, v, m, lev(lt-1)%r, lev(lt-1)%m, fine_planes)
   do it = 1, nit
     !$omp master
     if (it == 1 .or. it == nit .or. mod(it, 5) == 0) then
@@ -131,7 +134,7 @@ program mg
     !$omp end master
     call vcycle(lev, lt, v)
     if (it < nit) then
-      call residual_restrict(lev(lt)%u, v, m, lev(lt-1)%r, lev(lt-1)%m)
+      call residual_restrict(lev(lt)%u, v, m, lev(lt-1)%r, lev(lt-1)%m, fine_planes)
     else
       call residual(lev(lt)%u, lev(lt)%r, m, v)
     end if

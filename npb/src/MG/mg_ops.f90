@@ -20,7 +20,7 @@
 module mg_ops
   use mg_grid
   use npb_timers, only: timer_start, timer_stop
-  use omp_lib, only: omp_get_num_threads
+  use omp_lib, only: omp_get_num_threads, omp_get_thread_num
   implicit none
   private
   public :: residual, smooth, restrict, prolongate, l2norm, vcycle, set_smoother, &
@@ -37,11 +37,8 @@ module mg_ops
   logical, save :: op_timers = .false.
   integer, parameter :: t_resid = 3, t_smooth = 4, t_restrict = 5, t_prolong = 6, &
                         t_resid_smooth = 8, t_resid_restrict = 9
-  ! residual_restrict's three fine residual planes (plane p in f(:, :, mod(p, 3))), one
-  ! buffer per thread, first written by that thread, kept between calls.
-  real(dp), allocatable, save :: f(:,:,:)
-  !$omp threadprivate(f)
-  ! residual_smooth fuses only where every thread has at least this many planes.
+  ! residual_smooth fuses only where (with an even static split) every thread has at
+  ! least this many planes; it is correct for any split.
   integer, parameter :: min_fused_planes = 8
 
 contains
@@ -143,8 +140,8 @@ contains
     end do
     !$omp barrier
     call fill_ghosts_axis3(r, m)
-    call smooth_plane(r, u, m, lo)
-    call smooth_plane(r, u, m, hi)
+    if (lo <= hi) call smooth_plane(r, u, m, lo)
+    if (hi > lo) call smooth_plane(r, u, m, hi)
     !$omp barrier
     call fill_ghosts_axis3(u, m)
     call tstop(t_resid_smooth)
@@ -233,10 +230,14 @@ contains
   !> to memory nor read back, which was most of residual's and restrict's memory traffic.
   !> The one fine plane two threads both need is computed by each; fine plane m is the
   !> periodic copy of plane 2. Same arithmetic as residual then restrict.
-  subroutine residual_restrict(u, v, m, rc, mc)
+  !> planes: the buffers, three planes per thread of the team (mg.f90's fine_planes);
+  !> fine residual plane p goes to planes(:, :, mod(p, 3), thread number).
+  subroutine residual_restrict(u, v, m, rc, mc, planes)
     integer, intent(in) :: m, mc
     real(dp), intent(in) :: u(m, m, m), v(m, m, m)
     real(dp), intent(inout) :: rc(mc, mc, mc)
+    real(dp), intent(inout), target :: planes(m, m, 0:2, 0:*)
+    real(dp), pointer, contiguous :: f(:,:,:)
     integer :: j3, lo, hi, p
 
     call tstart(t_resid_restrict)
@@ -248,10 +249,7 @@ contains
     end do
     !$omp end do nowait
     if (lo <= hi) then
-      if (allocated(f)) then
-        if (size(f, 1) /= m) deallocate(f)
-      end if
-      if (.not. allocated(f)) allocate(f(m, m, 0:2))
+      f(1:, 1:, 0:) => planes(:, :, :, omp_get_thread_num())
       do p = 2 * lo - 2, 2 * hi
         call residual_plane(u, f(:, :, mod(p, 3)), m, merge(2, p, p == m), v)
         if (p >= 2 * lo .and. mod(p, 2) == 0) &
