@@ -41,6 +41,19 @@ def test_verifies_at_1_2_3_threads(npb_build, tmp_path, bench, cls, variant):
         assert out["implementation"] == "numaplace"
 
 
+def test_mg_verifies_with_more_threads_than_coarse_planes(npb_build, tmp_path):
+    """MG's fused operators at the edges of their thread partition: at 17 threads class S's
+    16 coarse planes leave one thread without any in the fused residual-restriction; at 5,
+    with 6-7 of the 32 planes per thread, the residual-smoother takes its unfused path.
+    (Unequal slabs in the fused residual-smoother: 3 threads, above.)"""
+    exe = npb_build("mg", "S", "default")
+    for threads in (5, 17):
+        r = run(exe, threads, tmp_path)
+        assert r.returncode == 0, r.stdout[-1500:] + r.stderr
+        out = npb_output.parse(r.stdout)
+        assert out["verified"] and out["threads"] == threads
+
+
 def test_mcmodel_medium_builds_and_verifies(npb_build, tmp_path):
     for bench in ("cg", "mg"):
         exe = npb_build(bench, "S", "mcmodel-medium")
