@@ -30,7 +30,8 @@ def make_def(settings, variant, version=None):
     (sys/make.common, */Makefile), one per line, with the study's compiler and flags.
 
     NPB 3.3's Makefiles call the Fortran compiler F77, 3.4's FC: both are set. The C
-    compiler builds only the timer (WTIME). NPB 3.3.1's randi8 does not compile with
+    compiler builds the timer (WTIME) and, in the bundled tree, CG's matvec inner
+    loop (npb/src/CG/cg_rows_times.c). NPB 3.3.1's randi8 does not compile with
     gfortran 12 (a non-standard hex constant): unless the study sets `rand`, 3.3 trees
     get randdp."""
     settings = {**defaults("npb"), **settings}
