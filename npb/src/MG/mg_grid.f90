@@ -15,7 +15,7 @@ module mg_grid
   implicit none
   private
   public :: dp, grid_level, zero_grid, zero_grid_serial, fill_ghosts, fill_ghosts_line, &
-            fill_ghosts_plane, fill_ghosts_axis3
+            fill_ghosts_plane, fill_ghosts_axis3, static_share
 
   !> One level k of the hierarchy: n = 2**k interior points per axis, stored with one
   !> ghost layer on each side (m = n + 2; interior indices 2..m-1).
@@ -44,6 +44,21 @@ contains
     end do
     !$omp end do
   end subroutine zero_grid
+
+  !> lo..hi: the calling thread's share of the planes first..last under the static
+  !> schedule every operator uses (lo > hi: none), for sweeps that order their planes
+  !> themselves. No barrier.
+  subroutine static_share(first, last, lo, hi)
+    integer, intent(in) :: first, last
+    integer, intent(out) :: lo, hi
+    integer :: k
+    lo = last + 1;  hi = first - 1
+    !$omp do schedule(static)
+    do k = first, last
+      lo = min(lo, k);  hi = max(hi, k)
+    end do
+    !$omp end do nowait
+  end subroutine static_share
 
   !> z = 0 by the calling thread alone (INIT=serial: the master first-touches everything).
   subroutine zero_grid_serial(z, m)

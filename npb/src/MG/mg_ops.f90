@@ -11,9 +11,9 @@
 ! (see mg_grid for why the partition matters): call them from every thread of a
 ! parallel region. Each ends with a barrier, so consecutive calls need no other sync.
 !
-! Where NPB runs two operators one after the other over a grid larger than the caches,
-! two are fused into one sweep over the planes (residual_smooth, residual_restrict): the
-! second follows the first a plane behind, while its input is still in cache. MG is
+! Where NPB runs two operators one after the other over the same grid, the pair is
+! fused into one sweep over the planes (residual_smooth, residual_restrict): the second
+! follows the first a plane behind, while its input is still in cache. MG is
 ! memory-bound; this saves whole passes over the finest grid (about 20 % of the run time
 ! at 2 threads on class A/B, tests/benchmarks/bench_vs_official.py). The arithmetic per
 ! point is unchanged.
@@ -127,13 +127,7 @@ contains
       return
     end if
     call tstart(t_resid_smooth)
-    ! This thread's planes under the same static schedule as every other operator.
-    lo = m;  hi = 1
-    !$omp do schedule(static)
-    do k = 2, m - 1
-      lo = min(lo, k);  hi = max(hi, k)
-    end do
-    !$omp end do nowait
+    call static_share(2, m - 1, lo, hi)
     do k = lo, hi
       call residual_plane(u, r(:, :, k), m, k, v)
       if (k - 1 > lo) call smooth_plane(r, u, m, k - 1)
@@ -238,16 +232,10 @@ contains
     real(dp), intent(inout) :: rc(mc, mc, mc)
     real(dp), intent(inout), target :: planes(m, m, 0:2, 0:*)
     real(dp), pointer, contiguous :: f(:,:,:)
-    integer :: j3, lo, hi, p
+    integer :: lo, hi, p
 
     call tstart(t_resid_restrict)
-    ! This thread's coarse planes under restrict's static schedule.
-    lo = mc;  hi = 1
-    !$omp do schedule(static)
-    do j3 = 2, mc - 1
-      lo = min(lo, j3);  hi = max(hi, j3)
-    end do
-    !$omp end do nowait
+    call static_share(2, mc - 1, lo, hi)     ! this thread's coarse planes, as in restrict
     if (lo <= hi) then
       f(1:, 1:, 0:) => planes(:, :, :, omp_get_thread_num())
       do p = 2 * lo - 2, 2 * hi
