@@ -42,10 +42,8 @@ def test_verifies_at_1_2_3_threads(npb_build, tmp_path, bench, cls, variant):
 
 
 def test_mg_verifies_with_more_threads_than_coarse_planes(npb_build, tmp_path):
-    """MG's fused operators at the edges of their thread partition: at 17 threads class S's
-    16 coarse planes leave one thread without any in the fused residual-restriction; at 5,
-    with 6-7 of the 32 planes per thread, the residual-smoother takes its unfused path.
-    (Unequal slabs in the fused residual-smoother: 3 threads, above.)"""
+    """MG's plane partition at its edges: at 17 threads class S's 16 coarse planes leave a
+    thread without any; at 5, the 32 fine planes split unevenly (6-7 per thread)."""
     exe = npb_build("mg", "S", "default")
     for threads in (5, 17):
         r = run(exe, threads, tmp_path)

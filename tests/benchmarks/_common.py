@@ -1,10 +1,18 @@
-"""Shared bits of the benchmark scripts: paths and building a binary once."""
+"""Shared bits of the benchmark scripts (and of the traffic test): paths, building a binary
+once, and the two measurements of a kernel's memory behaviour that do not depend on how
+busy the machine is: cachegrind's counts and the peak resident memory."""
+import re
+import subprocess
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 SCRATCH = Path(tempfile.gettempdir()) / "numaplace-bench"
+
+# A 4 MiB, 16-way last-level cache: class W spills to memory from it as B and C spill from
+# a real machine's L3, so its misses are the kernel's memory traffic in cache lines.
+LL_4MIB = "4194304,16,64"
 
 
 def binary(bench, cls, variant="default", settings=None):
@@ -14,3 +22,39 @@ def binary(bench, cls, variant="default", settings=None):
     if not out.exists():
         build(settings or {}, variant, bench, cls, d / "tree", out, d / "logs" / f"{bench}.{cls}.log")
     return out
+
+
+def _one_thread(exe):
+    """A clean working directory (no timer.flag, no mg.input) and one OpenMP thread."""
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "HOME": str(exe.parent)}
+    return {"cwd": exe.parent, "env": env}
+
+
+def cachegrind(exe, ll=LL_4MIB, timeout=3600):
+    """Run exe on 1 thread under cachegrind with the given LL cache (size,assoc,line):
+    {"ll_misses": instruction + data LL misses, "data_refs": reads + writes, ...every event}.
+    The kernel's own verification must pass."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cachegrind.out"
+        r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={ll}",
+                            f"--cachegrind-out-file={out}", str(exe)],
+                           capture_output=True, text=True, timeout=timeout, **_one_thread(exe))
+        if r.returncode != 0 or "SUCCESSFUL" not in r.stdout or "UNSUCCESSFUL" in r.stdout:
+            raise RuntimeError(f"{exe} under cachegrind: exit {r.returncode}\n{r.stdout[-800:]}{r.stderr[-800:]}")
+        text = out.read_text()
+    events = re.search(r"^events:\s*(.+)$", text, re.M).group(1).split()
+    counts = dict(zip(events, map(int, re.search(r"^summary:\s*(.+)$", text, re.M).group(1).split())))
+    counts["ll_misses"] = counts["ILmr"] + counts["DLmr"] + counts["DLmw"]
+    counts["data_refs"] = counts["Dr"] + counts["Dw"]
+    return counts
+
+
+def peak_rss_mib(exe):
+    """Peak resident memory of exe on 1 thread, natively (the kernel's working set), from
+    GNU time: the rusage of a child that Python forks would count Python's own pages."""
+    with tempfile.NamedTemporaryFile("r") as out:
+        r = subprocess.run(["/usr/bin/time", "-o", out.name, "-f", "%M", str(exe)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **_one_thread(exe))
+        if r.returncode != 0:
+            raise RuntimeError(f"{exe}: exit {r.returncode}: {r.stderr[-300:]}")
+        return int(out.read().split()[-1]) / 1024

@@ -57,7 +57,6 @@ program cg
   tran = npb_seed
   zeta = randlc(tran, npb_mult)              ! the first draw is discarded
   call make_matrix(na, c%nonzer, c%shift, tran, cap, rowstr, colidx, a, tptr, tcol, tval, nnz)
-  deallocate(tptr, tcol, tval)
   call set_vectors(na, x, z, p, q, r, only_x=.false.)
 
   call timer_stop(t_init)

@@ -9,8 +9,8 @@
 ! Per thread: the contributions to its rows are first collected as COO triplets
 ! (column, value) grouped by row, then each row is sorted by column and duplicates
 ! are summed, and the packed rows are copied to the CSR arrays at the thread's offset.
-! The triplets live alongside the CSR arrays during generation (as in NPB, whose peak
-! memory also holds both).
+! The triplets live alongside the CSR arrays for the whole run, as NPB keeps its own
+! assembly workspace: the same resident memory.
 module cg_matrix
   use, intrinsic :: iso_fortran_env, only: real64
   use npb_random, only: randlc, npb_mult
@@ -151,6 +151,15 @@ contains
       colidx(coff + k) = tcol(toff + k)
       a(coff + k) = tval(toff + k)
     end do
+    ! NPB assembles the matrix in place in a and colidx, with room for every contribution
+    ! before duplicates are summed, so both are resident that far: so are ours (the same
+    ! resident set). Nothing reads past the packed entries, whose placement this leaves be.
+    !$omp do schedule(static)
+    do k = ctotal + 1, ttotal
+      colidx(k) = 0
+      a(k) = 0
+    end do
+    !$omp end do nowait
   end subroutine build_block
 
   !> The next sparse outer vector x_i: nonzer distinct positions in 1..na with

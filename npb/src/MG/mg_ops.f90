@@ -10,22 +10,13 @@
 ! Operators are orphaned worksharing loops over axis-3 planes with a static schedule
 ! (see mg_grid for why the partition matters): call them from every thread of a
 ! parallel region. Each ends with a barrier, so consecutive calls need no other sync.
-!
-! Where NPB runs two operators one after the other over the same grid, the pair is
-! fused into one sweep over the planes (residual_smooth, residual_restrict): the second
-! follows the first a plane behind, while its input is still in cache. MG is
-! memory-bound; this saves whole passes over the finest grid (about 20 % of the run time
-! at 2 threads on class A/B, tests/benchmarks/bench_vs_official.py). The arithmetic per
-! point is unchanged.
 module mg_ops
   use mg_grid
   use npb_timers, only: timer_start, timer_stop
-  use omp_lib, only: omp_get_num_threads, omp_get_thread_num
   implicit none
   private
   public :: residual, smooth, restrict, prolongate, l2norm, vcycle, set_smoother, &
-            op_timers, t_resid, t_smooth, t_restrict, t_prolong, t_resid_smooth, &
-            t_resid_restrict, residual_restrict
+            op_timers, t_resid, t_smooth, t_restrict, t_prolong
 
   ! Residual operator A by neighbour class (centre, face, edge, corner). Its face
   ! coefficient is zero, so the face term is left out of residual.
@@ -35,11 +26,7 @@ module mg_ops
 
   ! Per-operator timers (NPB's timer.flag breakdown), read by the master thread only.
   logical, save :: op_timers = .false.
-  integer, parameter :: t_resid = 3, t_smooth = 4, t_restrict = 5, t_prolong = 6, &
-                        t_resid_smooth = 8, t_resid_restrict = 9
-  ! residual_smooth fuses only where (with an even static split) every thread has at
-  ! least this many planes; it is correct for any split.
-  integer, parameter :: min_fused_planes = 8
+  integer, parameter :: t_resid = 3, t_smooth = 4, t_restrict = 5, t_prolong = 6
 
 contains
 
@@ -74,15 +61,34 @@ contains
     real(dp), intent(in) :: u(m, m, m)
     real(dp), intent(inout) :: r(m, m, m)
     real(dp), intent(in), optional :: v(m, m, m)
-    integer :: k
+    real(dp) :: face(m), edge(m)
+    integer :: i, j, k
 
     call tstart(t_resid)
     !$omp do schedule(static)
     do k = 2, m - 1
-      call residual_plane(u, r(:, :, k), m, k, v)
+      do j = 2, m - 1
+        do i = 1, m
+          face(i) = u(i, j-1, k) + u(i, j+1, k) + u(i, j, k-1) + u(i, j, k+1)
+          edge(i) = u(i, j-1, k-1) + u(i, j+1, k-1) + u(i, j-1, k+1) + u(i, j+1, k+1)
+        end do
+        ! 12 edges = 4 in the (j,k) plane at i + the 4 faces' neighbours at i-1 and i+1;
+        ! 8 corners = the (j,k)-plane edges at i-1 and i+1.
+        if (present(v)) then
+          do i = 2, m - 1
+            r(i, j, k) = v(i, j, k) - a0 * u(i, j, k) &
+                         - a2 * (edge(i) + face(i-1) + face(i+1)) - a3 * (edge(i-1) + edge(i+1))
+          end do
+        else
+          do i = 2, m - 1
+            r(i, j, k) = r(i, j, k) - a0 * u(i, j, k) &
+                         - a2 * (edge(i) + face(i-1) + face(i+1)) - a3 * (edge(i-1) + edge(i+1))
+          end do
+        end if
+      end do
     end do
     !$omp end do
-    call fill_ghosts_axis3(r, m)
+    call fill_ghosts(r, m)
     call tstop(t_resid)
   end subroutine residual
 
@@ -91,112 +97,29 @@ contains
     integer, intent(in) :: m
     real(dp), intent(in) :: r(m, m, m)
     real(dp), intent(inout) :: u(m, m, m)
-    integer :: k
+    real(dp) :: face(m), edge(m), s0, s1, s2
+    integer :: i, j, k
 
     call tstart(t_smooth)
+    s0 = c0;  s1 = c1;  s2 = c2
     !$omp do schedule(static)
     do k = 2, m - 1
-      call smooth_plane(r, u, m, k)
+      do j = 2, m - 1
+        do i = 1, m
+          face(i) = r(i, j-1, k) + r(i, j+1, k) + r(i, j, k-1) + r(i, j, k+1)
+          edge(i) = r(i, j-1, k-1) + r(i, j+1, k-1) + r(i, j-1, k+1) + r(i, j+1, k+1)
+        end do
+        do i = 2, m - 1
+          u(i, j, k) = u(i, j, k) + s0 * r(i, j, k) &
+                       + s1 * (r(i-1, j, k) + r(i+1, j, k) + face(i)) &
+                       + s2 * (edge(i) + face(i-1) + face(i+1))
+        end do
+      end do
     end do
     !$omp end do
-    call fill_ghosts_axis3(u, m)
+    call fill_ghosts(u, m)
     call tstop(t_smooth)
   end subroutine smooth
-
-  !> residual(u, r, m, v) then smooth(r, u, m) in one sweep over the planes: smooth
-  !> follows residual one plane behind, while r's fresh planes and u's are still in cache,
-  !> so neither grid is read from memory a second time. smooth(k) needs r on planes
-  !> k-1..k+1, and residual(k+1) needs the old u(k): so each thread smooths its inner
-  !> planes in the sweep, and its first and last plane (whose neighbours belong to other
-  !> threads or to the periodic wrap) after a barrier. The arithmetic per point is that
-  !> of residual then smooth.
-  !> Tried and slower on a 2-core EPYC: blocking the sweep by axis-2 lines to fit L2
-  !> (short streams defeat the hardware prefetcher), and fusing the residual that follows
-  !> the V-cycle in as a third stage (11 live planes per thread overflow the shared L3).
-  subroutine residual_smooth(u, r, m, v)
-    integer, intent(in) :: m
-    real(dp), intent(inout) :: u(m, m, m)
-    real(dp), intent(inout) :: r(m, m, m)
-    real(dp), intent(in), optional :: v(m, m, m)
-    integer :: k, lo, hi
-
-    ! With few planes per thread the deferred planes would be most of the work.
-    if (m - 2 < min_fused_planes * omp_get_num_threads()) then
-      call residual(u, r, m, v)
-      call smooth(r, u, m)
-      return
-    end if
-    call tstart(t_resid_smooth)
-    call static_share(2, m - 1, lo, hi)
-    do k = lo, hi
-      call residual_plane(u, r(:, :, k), m, k, v)
-      if (k - 1 > lo) call smooth_plane(r, u, m, k - 1)
-    end do
-    !$omp barrier
-    call fill_ghosts_axis3(r, m)
-    if (lo <= hi) call smooth_plane(r, u, m, lo)
-    if (hi > lo) call smooth_plane(r, u, m, hi)
-    !$omp barrier
-    call fill_ghosts_axis3(u, m)
-    call tstop(t_resid_smooth)
-  end subroutine residual_smooth
-
-  !> residual on plane k of u into the plane rk (r(:, :, k), or a buffer), with rk's
-  !> axis-1/2 ghosts. Without v, rk holds r(:, :, k) and is updated in place.
-  subroutine residual_plane(u, rk, m, k, v)
-    integer, intent(in) :: m, k
-    real(dp), intent(in) :: u(m, m, m)
-    real(dp), intent(inout) :: rk(m, m)
-    real(dp), intent(in), optional :: v(m, m, m)
-    real(dp) :: face(m), edge(m)
-    integer :: i, j
-
-    do j = 2, m - 1
-      do i = 1, m
-        face(i) = u(i, j-1, k) + u(i, j+1, k) + u(i, j, k-1) + u(i, j, k+1)
-        edge(i) = u(i, j-1, k-1) + u(i, j+1, k-1) + u(i, j-1, k+1) + u(i, j+1, k+1)
-      end do
-      ! 12 edges = 4 in the (j,k) plane at i + the 4 faces' neighbours at i-1 and i+1;
-      ! 8 corners = the (j,k)-plane edges at i-1 and i+1.
-      if (present(v)) then
-        do i = 2, m - 1
-          rk(i, j) = v(i, j, k) - a0 * u(i, j, k) &
-                     - a2 * (edge(i) + face(i-1) + face(i+1)) - a3 * (edge(i-1) + edge(i+1))
-        end do
-      else
-        do i = 2, m - 1
-          rk(i, j) = rk(i, j) - a0 * u(i, j, k) &
-                     - a2 * (edge(i) + face(i-1) + face(i+1)) - a3 * (edge(i-1) + edge(i+1))
-        end do
-      end if
-      call fill_ghosts_line(rk, m, j)
-    end do
-    call fill_ghosts_plane(rk, m)
-  end subroutine residual_plane
-
-  !> smooth on plane k, then u's axis-1/2 ghosts of that plane.
-  subroutine smooth_plane(r, u, m, k)
-    integer, intent(in) :: m, k
-    real(dp), intent(in) :: r(m, m, m)
-    real(dp), intent(inout) :: u(m, m, m)
-    real(dp) :: face(m), edge(m), s0, s1, s2
-    integer :: i, j
-
-    s0 = c0;  s1 = c1;  s2 = c2
-    do j = 2, m - 1
-      do i = 1, m
-        face(i) = r(i, j-1, k) + r(i, j+1, k) + r(i, j, k-1) + r(i, j, k+1)
-        edge(i) = r(i, j-1, k-1) + r(i, j+1, k-1) + r(i, j-1, k+1) + r(i, j+1, k+1)
-      end do
-      do i = 2, m - 1
-        u(i, j, k) = u(i, j, k) + s0 * r(i, j, k) &
-                     + s1 * (r(i-1, j, k) + r(i+1, j, k) + face(i)) &
-                     + s2 * (edge(i) + face(i-1) + face(i+1))
-      end do
-      call fill_ghosts_line(u(:, :, k), m, j)
-    end do
-    call fill_ghosts_plane(u(:, :, k), m)
-  end subroutine smooth_plane
 
   !> Restriction rc = P rf (fine grid mf = 2*mc - 2), then rc's ghosts. Coarse point j
   !> sits on fine point 2j-1 (indices with ghosts).
@@ -204,78 +127,32 @@ contains
     integer, intent(in) :: mf, mc
     real(dp), intent(in) :: rf(mf, mf, mf)
     real(dp), intent(inout) :: rc(mc, mc, mc)
-    integer :: i3, j3
+    real(dp) :: face(mf), edge(mf)
+    integer :: i, i2, i3, j1, j2, j3
 
     call tstart(t_restrict)
     !$omp do schedule(static)
     do j3 = 2, mc - 1
       i3 = 2 * j3 - 1
-      call restrict_plane(rf(:, :, i3-1), rf(:, :, i3), rf(:, :, i3+1), mf, rc(:, :, j3), mc)
+      do j2 = 2, mc - 1
+        i2 = 2 * j2 - 1
+        do i = 2, mf
+          face(i) = rf(i, i2-1, i3) + rf(i, i2+1, i3) + rf(i, i2, i3-1) + rf(i, i2, i3+1)
+          edge(i) = rf(i, i2-1, i3-1) + rf(i, i2+1, i3-1) + rf(i, i2-1, i3+1) + rf(i, i2+1, i3+1)
+        end do
+        do j1 = 2, mc - 1
+          i = 2 * j1 - 1
+          rc(j1, j2, j3) = 0.5_dp * rf(i, i2, i3) &
+                           + 0.25_dp * (rf(i-1, i2, i3) + rf(i+1, i2, i3) + face(i)) &
+                           + 0.125_dp * (face(i-1) + face(i+1) + edge(i)) &
+                           + 0.0625_dp * (edge(i-1) + edge(i+1))
+        end do
+      end do
     end do
     !$omp end do
-    call fill_ghosts_axis3(rc, mc)
+    call fill_ghosts(rc, mc)
     call tstop(t_restrict)
   end subroutine restrict
-
-  !> The finest grid's residual v - A u restricted: rc = P (v - A u), without storing
-  !> the fine residual. Each thread computes the fine planes its coarse planes need
-  !> (coarse plane j3 reads fine planes 2*j3-2..2*j3) into a buffer of three planes and
-  !> restricts from there, while they are in cache: the fine residual is neither written
-  !> to memory nor read back, which was most of residual's and restrict's memory traffic.
-  !> The one fine plane two threads both need is computed by each; fine plane m is the
-  !> periodic copy of plane 2. Same arithmetic as residual then restrict.
-  !> planes: the buffers, three planes per thread of the team (mg.f90's fine_planes);
-  !> fine residual plane p goes to planes(:, :, mod(p, 3), thread number).
-  subroutine residual_restrict(u, v, m, rc, mc, planes)
-    integer, intent(in) :: m, mc
-    real(dp), intent(in) :: u(m, m, m), v(m, m, m)
-    real(dp), intent(inout) :: rc(mc, mc, mc)
-    real(dp), intent(inout), target :: planes(m, m, 0:2, 0:*)
-    real(dp), pointer, contiguous :: f(:,:,:)
-    integer :: lo, hi, p
-
-    call tstart(t_resid_restrict)
-    call static_share(2, mc - 1, lo, hi)     ! this thread's coarse planes, as in restrict
-    if (lo <= hi) then
-      f(1:, 1:, 0:) => planes(:, :, :, omp_get_thread_num())
-      do p = 2 * lo - 2, 2 * hi
-        call residual_plane(u, f(:, :, mod(p, 3)), m, merge(2, p, p == m), v)
-        if (p >= 2 * lo .and. mod(p, 2) == 0) &
-          call restrict_plane(f(:, :, mod(p - 2, 3)), f(:, :, mod(p - 1, 3)), f(:, :, mod(p, 3)), &
-                              m, rc(:, :, p / 2), mc)
-      end do
-    end if
-    !$omp barrier
-    call fill_ghosts_axis3(rc, mc)
-    call tstop(t_resid_restrict)
-  end subroutine residual_restrict
-
-  !> One coarse plane rck of the restriction from the fine planes below (fm), on (f0)
-  !> and above (fp) it, with rck's axis-1/2 ghosts.
-  subroutine restrict_plane(fm, f0, fp, mf, rck, mc)
-    integer, intent(in) :: mf, mc
-    real(dp), intent(in) :: fm(mf, mf), f0(mf, mf), fp(mf, mf)
-    real(dp), intent(inout) :: rck(mc, mc)
-    real(dp) :: face(mf), edge(mf)
-    integer :: i, i2, j1, j2
-
-    do j2 = 2, mc - 1
-      i2 = 2 * j2 - 1
-      do i = 2, mf
-        face(i) = f0(i, i2-1) + f0(i, i2+1) + fm(i, i2) + fp(i, i2)
-        edge(i) = fm(i, i2-1) + fm(i, i2+1) + fp(i, i2-1) + fp(i, i2+1)
-      end do
-      do j1 = 2, mc - 1
-        i = 2 * j1 - 1
-        rck(j1, j2) = 0.5_dp * f0(i, i2) &
-                      + 0.25_dp * (f0(i-1, i2) + f0(i+1, i2) + face(i)) &
-                      + 0.125_dp * (face(i-1) + face(i+1) + edge(i)) &
-                      + 0.0625_dp * (edge(i-1) + edge(i+1))
-      end do
-      call fill_ghosts_line(rck, mc, j2)
-    end do
-    call fill_ghosts_plane(rck, mc)
-  end subroutine restrict_plane
 
   !> Prolongation uf = uf + Q uc (trilinear), over the fine ghosts too, which come out
   !> periodic because uc's ghosts are. Coarse plane i3 feeds fine planes 2*i3-1, 2*i3.
@@ -339,15 +216,14 @@ contains
     rnm2 = sqrt(s / real(m - 2, dp)**3)
   end function l2norm
 
-  !> One V-cycle (NPB's mg3P): improves lev(lt)%u from the finest residual, given
-  !> restricted in lev(lt-1)%r (residual_restrict: the finest r itself is not stored).
+  !> One V-cycle (NPB's mg3P): improves lev(lt)%u from the residual in lev(lt)%r.
   subroutine vcycle(lev, lt, v)
     type(grid_level), intent(inout) :: lev(:)
     integer, intent(in) :: lt
     real(dp), intent(in), contiguous :: v(:,:,:)
     integer :: k
 
-    do k = lt - 1, 2, -1
+    do k = lt, 2, -1
       call restrict(lev(k)%r, lev(k)%m, lev(k-1)%r, lev(k-1)%m)
     end do
     call zero_grid(lev(1)%u, lev(1)%m)
@@ -355,10 +231,12 @@ contains
     do k = 2, lt - 1
       call zero_grid(lev(k)%u, lev(k)%m)
       call prolongate(lev(k-1)%u, lev(k-1)%m, lev(k)%u, lev(k)%m)
-      call residual_smooth(lev(k)%u, lev(k)%r, lev(k)%m)
+      call residual(lev(k)%u, lev(k)%r, lev(k)%m)
+      call smooth(lev(k)%r, lev(k)%u, lev(k)%m)
     end do
     call prolongate(lev(lt-1)%u, lev(lt-1)%m, lev(lt)%u, lev(lt)%m)
-    call residual_smooth(lev(lt)%u, lev(lt)%r, lev(lt)%m, v)
+    call residual(lev(lt)%u, lev(lt)%r, lev(lt)%m, v)
+    call smooth(lev(lt)%r, lev(lt)%u, lev(lt)%m)
   end subroutine vcycle
 
 end module mg_ops

@@ -43,6 +43,14 @@ contains
       dummy = randlc(x, pow46(npb_mult, int(n, int64)**2 * (k - 2)))
       do j = 2, m - 1
         call vranlc(n, x, npb_mult, v(2:m-1, j, k))
+      end do
+    end do
+    !$omp end do nowait
+    ! The search for the extremes is a pass of its own over v, as in NPB (nowait above:
+    ! the same static split gives each thread the planes it has just written).
+    !$omp do schedule(static)
+    do k = 2, m - 1
+      do j = 2, m - 1
         do i = 2, m - 1
           if (v(i, j, k) > my_top(nsel)) call keep_largest(my_top, my_top_pos, v(i, j, k), i, j, k)
           if (-v(i, j, k) > my_bot(nsel)) call keep_largest(my_bot, my_bot_pos, -v(i, j, k), i, j, k)
