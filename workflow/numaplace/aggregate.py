@@ -59,17 +59,6 @@ PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launch
 
 # -- reading -----------------------------------------------------------------------
 
-def _attempt_of(path):
-    """runs/<id>/attempts/<n>/record.json → n; the current record → None."""
-    parts = Path(path).parts
-    if "attempts" in parts:
-        try:
-            return int(parts[parts.index("attempts") + 1])
-        except (ValueError, IndexError):
-            return 0
-    return None
-
-
 def footprint_pages(view, rundir, which, same_as_peak):
     """Per-node data pages (numa_maps' own page counts) of the sample the tables use: from
     the capture summary (records since data_pages was recorded), else from the sample's
@@ -129,7 +118,7 @@ def record_row(rec, thresholds=None):
     delta = (rec.get("numastat") or {}).get("system_delta") or {}
     return {
         "run_id": rec.get("run_id"),
-        "attempt": _attempt_of(rec["_path"]) if rec.get("_path") else None,
+        "attempt": rec.get("_attempt_n"),         # records.attempt_of, set by iter_records
         "current": not rec.get("_attempt", False),
         "study": rec.get("study"),
         "bench": rec.get("bench"), "class": rec.get("class"), "variant": rec.get("variant"),

@@ -31,7 +31,7 @@ def _parser():
 
     rf = sub.add_parser("retry-failed", help="set aside records that are not ok so they run again")
     rf.add_argument("results", help="results/<study>")
-    rf.add_argument("--status", nargs="*", default=None,
+    rf.add_argument("--status", nargs="+", default=None,      # "+": a bare --status is refused
                     help="statuses to retry (default: every status but ok)")
 
     b = sub.add_parser("build", help="build one NPB binary → its build record (the npb_build rule)")

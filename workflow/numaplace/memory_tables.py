@@ -74,7 +74,7 @@ def record_rows(rec):
             "threads": r.get("threads"), "reader_cpu": r.get("reader_cpu"), "reader_node": r.get("reader_node"),
             "memory_node": want, "rep": rec.get("rep"), "value": r.get("value"), "unit": r.get("unit"),
             "pages_on_memory_node": None if share is None else round(share, 6), "status": status,
-            "run_id": rec.get("run_id"), "attempt": "attempts" in Path(rec.get("_path", "")).parts,
+            "run_id": rec.get("run_id"), "attempt": bool(rec.get("_attempt")),
             "experiment_placement": p.get("shape"), "placement_id": p.get("id"), "via": via,
             "thread": r.get("thread"), "sample": r.get("rep"), "alloc_cpu": r.get("alloc_cpu"),
             "pages_memory_majority": r.get("memory_node"), "migrated": r.get("migrated"),

@@ -37,6 +37,7 @@ class Dialect:
     exclusive_args = ()            # what makes a job exclusive, beyond its resources
     also_reads = None              # the dialect whose state codes this one's qstat may show
     silent_when_gone = False       # qstat exits 0 and prints nothing for a job it forgot
+    history_argv = None            # qstat asked again for a job only in PBS Pro's history
 
     def answered(self, out):
         """Whether qstat's output (exit status 0) is an answer in this dialect."""
@@ -146,6 +147,10 @@ class Torque(Dialect):
     def qstat_argv(self, jobid):
         return ["qstat", "-f", jobid]
 
+    def history_argv(self, jobid):
+        """PBS Pro read through this path: a finished job is shown only with -x."""
+        return ["qstat", "-x", "-f", jobid]
+
     def parse_qstat(self, text, jobid=None):
         """Long values wrap onto tab-indented continuation lines; only the two short
         attributes matter here."""
@@ -230,6 +235,13 @@ def _unknown_job(rc, err):
     return rc == 153 or re.search(r"unknown job", err or "", re.I) is not None
 
 
+def _finished_in_history(rc, err):
+    # PBS Pro's qstat without -x on a job that has finished (job_history_enable on):
+    # PBSE_HISTJOBID (15139) exits 35, "Job has finished, use -x or -H to obtain
+    # historical job information"
+    return rc == 35 or re.search(r"job has finished", err or "", re.I) is not None
+
+
 def slurm_verdict(jobid, run, which=shutil.which):
     """JobStatus from Slurm for a job id (jobs submitted through Slurm's Torque
     wrappers); None when Slurm is not there or does not know the job."""
@@ -275,7 +287,9 @@ def job_status(jobid, dialect_name="auto", vanished=SUCCESS, run=_run, which=shu
     installed, else counts as failed. A job qstat no longer knows is `vanished`
     (default success: Snakemake still checks its outputs). Any other qstat failure
     (server unreachable) reads as running, so a transient error does not fail the
-    workflow.
+    workflow. A job PBS Pro's plain `qstat -f` calls finished (exit 35, "Job has
+    finished, use -x ...") is asked again with `qstat -x -f`; if that does not tell
+    either, it has finished with an unknown exit status: failed.
     """
     jobid = str(jobid).strip()
     errors = []
@@ -283,14 +297,25 @@ def job_status(jobid, dialect_name="auto", vanished=SUCCESS, run=_run, which=shu
     for d in asked:
         argv = d.qstat_argv(jobid)
         p = run(argv)
+        finished = d.history_argv is not None and _finished_in_history(p.returncode, p.stderr)
+        if finished:
+            argv = d.history_argv(jobid)
+            p = run(argv)
         out = (p.stdout or "").strip()
         if p.returncode == 0 and d.answered(out):
             state, code = d.parse_qstat(out, jobid)
             if state:
                 codes = d if state in d.states or not d.also_reads else DIALECTS[d.also_reads]
                 return codes.verdict(state, code) or _undecided(jobid, state, run, which)
-        elif _unknown_job(p.returncode, p.stderr) or (p.returncode == 0 and not out and d.silent_when_gone):
+        elif not finished and (_unknown_job(p.returncode, p.stderr) or
+                               (p.returncode == 0 and not out and d.silent_when_gone)):
             return _vanished(jobid, vanished, run, which, p.stderr)
+        if finished:
+            # qstat said the job has finished, but its history (-x) did not tell how:
+            # finished with an unknown exit status, reported failed rather than running
+            # forever (Snakemake then checks nothing more; retry-failed runs it again)
+            return JobStatus(FAILED, f"qstat: job has finished; {' '.join(argv[:-1])}: exit {p.returncode} "
+                             f"{(p.stderr or '').strip()[:200]}: exit status unknown, reported as failed")
         errors.append(f"{' '.join(argv[:-1])}: exit {p.returncode} {(p.stderr or '').strip()[:200]}")
     return JobStatus(RUNNING, "qstat failed, assuming still running: " + "; ".join(errors))
 

@@ -92,8 +92,22 @@ def read_record(path):
     return validate(migrate(rec), str(path))
 
 
+def attempt_of(rel):
+    """The attempt number of a record from its path relative to results/<study>/runs:
+    <id>/attempts/<n>/record.json → n (0 if <n> is no number); <id>/record.json → None.
+    Only the run folder's own attempts/ counts, never a folder above the study."""
+    parts = Path(rel).parts
+    if len(parts) > 2 and parts[1] == "attempts":
+        try:
+            return int(parts[2])
+        except ValueError:
+            return 0
+    return None
+
+
 def iter_records(results_dir, attempts=False):
-    """Every record.json under results/<study>/runs (with attempts: set-aside ones too)."""
+    """Every record.json under results/<study>/runs (with attempts: set-aside ones too;
+    `_attempt` tells them, `_attempt_n` numbers them, see attempt_of)."""
     runs = Path(results_dir) / "runs"
     pattern = "**/record.json" if attempts else "*/record.json"
     for path in sorted(runs.glob(pattern)):
@@ -106,7 +120,8 @@ def iter_records(results_dir, attempts=False):
                    path.parents[2].name, "status": "unreadable",
                    "reason": f"{e}; to run it again: numaplace retry-failed {results_dir} --status unreadable"}
         rec["_path"] = str(path)
-        rec["_attempt"] = "attempts" in path.parts
+        rec["_attempt_n"] = attempt_of(path.relative_to(runs))
+        rec["_attempt"] = rec["_attempt_n"] is not None
         yield rec
 
 
@@ -114,7 +129,8 @@ def set_aside_failed(results_dir, statuses=None):
     import shutil              # here: the runner, which imports this module, does without
     moved = []
     for rec in iter_records(results_dir):
-        if (statuses is None and rec["status"] == "ok") or (statuses and rec["status"] not in statuses):
+        # statuses None: every status but ok; an empty list: none (never "no filter")
+        if (statuses is None and rec["status"] == "ok") or (statuses is not None and rec["status"] not in statuses):
             continue
         rundir = Path(rec["_path"]).parent
         attempts = rundir / "attempts"
