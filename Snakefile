@@ -24,6 +24,24 @@ include: "workflow/rules/run.smk"
 include: "workflow/rules/report.smk"
 
 
+# Before any job (common.smk: start_of_workflow): no other workflow on this study, from
+# another checkout sharing results/; every record gets its second name (numaplace.records.
+# keep_records), so that one Snakemake deletes to run it again (--forcerun; as root write
+# protection does not stop it) is set aside as an attempt by the run that replaces it. At
+# the end: how many runs failed, which builds failed (their logs); a study whose builds
+# failed or with no successful run exits non-zero (common.smk: end_of_workflow).
+onstart:
+    start_of_workflow()
+
+
+onsuccess:
+    end_of_workflow()
+
+
+onerror:
+    end_of_workflow(completed=False)
+
+
 # RECORDS are named here although the tables need them too: Snakemake plans a missing
 # record only when it is requested itself or its consumer must run anyway, and the
 # tables of an up-to-date study need not (tests/test_slurm.py removes records so)

@@ -3,8 +3,10 @@
 untouched. The corpus is grouped by kind: the file itself, numbers, names (they become
 paths and arguments), contradictions."""
 import json
+import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -46,11 +48,21 @@ def symmetric_platform(n, distances=True):
     return d
 
 
+def mem(*placements, **extra):
+    """One experiment of the memory micro-benchmark membw (class X) on CPU 0 by default."""
+    return [{"name": "e", "benchmarks": ["membw"], "classes": ["X"],
+             "placements": list(placements) or [{"cpus": "0"}], **extra}]
+
+
 class Json(str):
     """Study text written to study.json."""
 
 
-MISSING, DIRECTORY = "<missing>", "<directory>"
+MISSING, DIRECTORY, FIFO = "<missing>", "<directory>", "<fifo>"
+
+
+class Link(str):
+    """The file is a symbolic link to this path (FIFO, DIRECTORY: to one made beside it)."""
 P = {"platform": "p"}                 # merged into a study: the platform is config/platforms/p.yaml
 ON_P = study(platform="p")            # a good study on platform p: the platform file is at fault
 
@@ -92,10 +104,21 @@ CASES = [
     ("file", "non-text-key", "study: bad\n3: three\n", None, "line 2", ["key 3", "not text"]),
     ("file", "study-missing", MISSING, None, "study", ["no such file"]),
     ("file", "study-is-directory", DIRECTORY, None, "study", ["directory"]),
+    # opening a FIFO blocks until a writer comes (forever); a device is endless or a terminal
+    ("file", "study-is-fifo", FIFO, None, "study", ["named pipe (FIFO)", "not a regular study file"]),
+    ("file", "study-symlink-to-fifo", Link(FIFO), None, "study", ["named pipe", "symbolic link"]),
+    ("file", "study-is-device", Link("/dev/zero"), None, "study", ["character device", "/dev/zero"]),
+    ("file", "study-symlink-to-directory", Link(DIRECTORY), None, "study", ["directory", "symbolic link"]),
+    ("file", "study-dangling-symlink", Link("/nonexistent/study.yaml"), None, "study", ["no such file", "symbolic link"]),
     ("file", "json-nan", Json('{"study": "bad", "platform": "x4600", "repetitions": NaN, '
                               '"experiments": [{"name": "e", "placements": [{"cpus": "0"}]}]}'), None,
-     "JSON", ["NaN", "not a number"]),
-    ("file", "json-infinity", Json('{"study": "bad", "run": {"timeout": Infinity}}'), None, "JSON", ["Infinity"]),
+     "repetitions", ["NaN", "not a number", "finite"]),
+    ("file", "json-infinity", Json('{"study": "bad", "run": {"timeout": Infinity}}'), None, "run.timeout", ["Infinity"]),
+    ("file", "json-minus-infinity-nested", Json('{"study": "bad", "platform": "x4600", "experiments": '
+                                                '[{"name": "e", "repetitions": -Infinity, "placements": [{"cpus": "0"}]}]}'),
+     None, "experiments[0].repetitions", ["-Infinity", "finite"]),
+    ("file", "json-nan-in-yaml-file", '{"study": "bad", "platform": "x4600", "capture": {"interval_min": NaN}}', None,
+     "capture.interval_min", ["NaN", "finite"]),
     ("file", "json-duplicate-key", Json('{"study": "a", "study": "b"}'), None, "JSON", ["'study'", "twice"]),
     ("file", "json-syntax", Json('{"study": "bad",}'), None, "line 1", ["malformed JSON"]),
     ("file", "platform-empty", ON_P, "", "(top level)", ["empty"]),
@@ -104,6 +127,8 @@ CASES = [
      "line 3", ["'nodes'", "twice"]),
     ("file", "platform-tag", ON_P, "name: !!python/name:os.system p\nnodes: [{id: 0, cpus: '0'}]\n", "line 1", ["tag"]),
     ("file", "platform-is-directory", ON_P, DIRECTORY, "platform", ["directory"]),
+    ("file", "platform-is-fifo", ON_P, FIFO, "platform", ["named pipe", "not a regular platform file"]),
+    ("file", "platform-is-device", ON_P, Link("/dev/null"), "platform", ["character device", "/dev/null"]),
     ("file", "platform-list", ON_P, "- name: p\n", "(top level)", ["list"]),
     ("file", "platform-malformed", ON_P, "name: p\nnodes: [{id: 0\n", "line", ["malformed YAML"]),
     ("file", "platform-yte", ON_P, "__use_yte__: true\nname: p\nnodes: [{id: 0, cpus: '0'}]\n", "__use_yte__", ["YTE"]),
@@ -155,6 +180,47 @@ CASES = [
     ("numbers", "platform-distance-float", ON_P, platform(distances=[[10, 20.5], [20.5, 10]]), "distances[0][1]", ["whole number"]),
     ("numbers", "platform-memory-bool", ON_P, platform(nodes=[{"id": 0, "cpus": "0", "memory_mb": True}]), "memory_mb",
      ["true/false"]),
+    ("numbers", "membw-reps-past-timeout", study(experiments=mem(args=["--reps", "100000"])), None,
+     "experiments[0] (e).args[1]", ["a membw run would last at least 4e+04 s",
+                                    "1 thread reading x 100000 regions (--reps) of at least 0.1 s",
+                                    "past run.timeout 3600 s"]),
+    ("numbers", "memlat-reps-past-own-timeout", study(run={"timeout": 60}, experiments=mem(
+        benchmarks=["memlat"], args=["--sizes", "1G", "--min-time", "0.01", "--reps", "10000"])), None,
+     "args[5]", ["memlat run would last at least 107 s", "a buffer read at a generous 100 GB/s", "past run.timeout 60 s"]),
+    ("numbers", "membw-parallel-reps-past-timeout", study(experiments=mem({"compact": [1, 2]}, args=[
+        "--mode", "parallel", "--sizes", "8G", "--reps", "10000000"])), None, "args[5]",
+     ["at least 1e+06 s", "2 threads reading at once", "a generous 100 GB/s", "run.timeout 3600"]),
+    ("numbers", "membw-size-beyond-platform-memory", study(experiments=mem(args=["--sizes", "1M,64G"])), None,
+     "experiments[0] (e).args[1]", ["--sizes 64G", "64 GiB", "more than platform x4600's memory (32 GiB)"]),
+    ("numbers", "membw-size-beyond-membind-node", study(launcher="numactl", experiments=mem(
+        {"matrix": {"via": "membind", "readers": [0], "memory": [1]}}, args=["--sizes", "6G"])), None, "args[1]",
+     ["6 GiB is more than the 4 GiB of node 1", "mx-mb-r0-m1", "--membind fails instead of spilling"]),
+    ("numbers", "membw-size-beyond-this-machine", study(platform="auto", experiments=mem(args=["--sizes", "4000000G"])),
+     None, "args[1]", ["--sizes 4000000G", "this machine's memory (MemTotal"]),
+    ("numbers", "memlat-size-below-two-lines", study(experiments=mem(benchmarks=["memlat"], args=["--sizes", "100"])),
+     None, "args[1]", ["at least 2 lines of 64 B"]),
+    ("numbers", "membw-reps-zero", study(experiments=mem(args=["--reps", "0"])), None, "args[1]",
+     ["--reps '0'", "whole number from 1"]),
+    ("numbers", "membw-min-time-negative", study(experiments=mem(args=["--min-time", "-1"])), None, "args[1]",
+     ["above 0"]),
+    ("numbers", "memlat-per-octave-huge", study(experiments=mem(benchmarks=["memlat"], args=["--per-octave", "64"])),
+     None, "args[1]", ["from 1 to 32"]),
+    ("numbers", "memlat-stride-odd", study(experiments=mem(benchmarks=["memlat"], args=["--stride", "12"])), None,
+     "args[1]", ["multiple of 8"]),
+    ("numbers", "figure-gigapixel-width", study(figures={"width": 100, "dpi": 1200}), None, "figures.width",
+     ["px wide", "at dpi 1200", "limit of 10000 px per side"]),
+    ("numbers", "figure-gigapixel-height", study(figures={"dpi": 600, "bar_height": 10},
+                                                 experiments=exp({"cpus": "0"}, {"cpus": "1"}, {"cpus": "2"})), None,
+     "figures.dpi", ["px tall", "3 rows", "bar_height 10", "limit of 10000 px per side"]),
+    ("numbers", "figure-vector-too-large", study(figures={"formats": ["svg"], "bar_height": 10, "label_width": 1},
+                                                 experiments=exp({"cpus": "0"}, {"cpus": "1"}, {"cpus": "2"})),
+     None, "figures.bar_height", ["in tall", "limit of 200 in", "svg, pdf"]),
+    ("numbers", "capture-interval-min-tiny", study(capture={"interval_min": 0.0001}), None, "capture.interval_min",
+     ["0.0001 s", "0.001 s", "spin"]),
+    ("numbers", "capture-interval-max-tiny", study(capture={"interval_max": 1e-6}), None, "capture.interval_max",
+     ["1e-06 s", "0.001 s"]),
+    ("numbers", "run-timeout-tiny", study(run={"timeout": 0.002}), None, "run.timeout",
+     ["0.002 s would end runs before they finish", "smallest timeout is 5 s"]),
     ("numbers", "platform-distance-nan", ON_P, "name: p\nnodes: [{id: 0, cpus: '0'}]\ndistances: [[.nan]]\n",
      "distances[0][0]", ["nan", "finite"]),
 
@@ -182,6 +248,19 @@ CASES = [
     ("names", "study-platform-path", study(platform="../studies/quick"), None, "platform", ["not a usable name"]),
     ("names", "platform-own-name", ON_P, platform(name="-p"), "name", ["not a usable name"]),
     ("names", "key-with-newline", "study: bad\n\"repe\\ntitions\": 1\n", None, "repe", ["control character"]),
+    # folders numaplace writes itself beside results/<study>/ and report/<study>/
+    ("names", "study-named-build", study(study="build"), None, "study",
+     ["'build' is a name numaplace uses itself", "results/build/", "another name"]),
+    ("names", "study-named-Build", study(study="Build"), None, "study", ["results/build/"]),
+    ("names", "study-named-readme", study(study="README.md"), None, "study", ["results/README.md"]),
+    # free text may span lines; no other control character (a NUL ends it in argv and C)
+    ("names", "description-nul", study(description="before\x00after"), None, "description",
+     ["control character \\x00 at character 7", "tabs and newlines"]),
+    ("names", "description-escape", study(experiments=exp({"cpus": "0"}, description="\x1b[2Jcleared")), None,
+     "experiments[0].description", ["\\x1b"]),
+    ("names", "description-carriage-return", study(description="one\rtwo"), None, "description", ["\\r"]),
+    ("names", "description-c1-control", study(description="csi\x9bhere"), None, "description", ["\\x9b"]),
+    ("names", "platform-description-nul", ON_P, platform(description="eight\x00nodes"), "description", ["\\x00"]),
     ("names", "shell-in-cpus", study(experiments=exp({"cpus": "0;rm -rf ~"})), None, "placements[0].cpus", ["CPU list"]),
     ("names", "shell-in-fflags", study(npb={"fflags": "-O3 $(curl evil)"}), None, "npb.fflags", ["is not allowed here"]),
     ("names", "shell-in-source", study(npb={"source": "x.tar.gz;reboot"}), None, "npb.source", ["is not allowed here"]),
@@ -247,6 +326,41 @@ CASES = [
      ["CPU 99 is not in platform x4600"]),
     ("contradictions", "taskset-membind", study(experiments=exp({"cpus": "0-1"}, memory=[{"membind": [0]}])), None,
      "placements[0]", ["launcher taskset cannot express"]),
+    # the memory micro-benchmarks' args: what microbench/src accepts, nothing else
+    ("contradictions", "membw-unknown-flag", study(experiments=mem(args=["--bogus"])), None, "experiments[0] (e).args[0]",
+     ["'--bogus' is not an option of membw", "--sizes", "microbench/README.md"]),
+    ("contradictions", "membw-flag-with-equals", study(experiments=mem(args=["--sizes=1M"])), None, "args[0]",
+     ["write --sizes and its value as two entries"]),
+    ("contradictions", "membw-positional-word", study(experiments=mem(args=["serial"])), None, "args[0]",
+     ["'serial' is not an option"]),
+    ("contradictions", "memlat-flag-on-membw", study(experiments=mem(benchmarks=["membw", "memlat"], args=["--stride", "128"])),
+     None, "args[0]", ["--stride is an option of memlat only", "membw would stop with a usage text"]),
+    ("contradictions", "membw-mode-word", study(experiments=mem(args=["--mode", "fast"])), None, "args[1]",
+     ["--mode 'fast'", "serial or parallel"]),
+    ("contradictions", "membw-flag-without-value", study(experiments=mem(args=["--sizes", "1M", "--reps"])), None,
+     "args[2]", ["--reps needs a value"]),
+    ("contradictions", "membw-flag-twice", study(experiments=mem(args=["--reps", "3", "--reps", "4"])), None, "args[2]",
+     ["given twice", "args[0]"]),
+    ("contradictions", "membw-sizes-syntax", study(experiments=mem(args=["--sizes", "1T"])), None, "args[1]",
+     ["'1T' is not a size", "32K,1M,128M"]),
+    ("contradictions", "memlat-dump-chain", study(experiments=mem(benchmarks=["memlat"], args=["--dump-chain"])), None,
+     "args[0]", ["measures nothing"]),
+    ("contradictions", "membw-cpus-too-few", study(experiments=mem({"cpus": "0-1"}, args=["--cpus", "0"])), None,
+     "args[1]", ["--cpus lists 1 CPU for placements of up to 2 threads"]),
+    # build variants are per kind: serial-init and mcmodel-medium are NPB's
+    ("contradictions", "variant-on-membw", study(experiments=mem(variants=["default", "serial-init"])), None,
+     "experiments[0] (e).variants", ["serial-init does not apply to membw", "only as default", "for cg, mg"]),
+    ("contradictions", "study-variant-on-memlat", study(variants=["mcmodel-medium"], experiments=mem(benchmarks=["memlat"])),
+     None, "experiments[0] (e).variants", ["mcmodel-medium (the study's variants)", "give this experiment variants: [default]"]),
+    # hop rows are strings of digits or lists: say so, not "expected a list"
+    ("contradictions", "platform-hops-letters", ON_P, platform(hops=["0x", "x0"]), "hops[0]",
+     ["'0x' is not a row of hop counts", "'x' is not a digit", "'01122223'"]),
+    ("contradictions", "platform-hops-commas", ON_P, platform(hops=["0,1", "1,0"]), "hops[0]",
+     ["not a row of hop counts", "',' is not a digit"]),
+    ("contradictions", "platform-hops-negative", ON_P, platform(hops=[[0, -1], [-1, 0]]), "hops[0]",
+     ["hop count -1 (position 1)", "0-24"]),
+    ("contradictions", "platform-hops-number", ON_P, platform(hops=[1, 10]), "hops[0]",
+     ["expected a row of hop counts, got 1"]),
     ("contradictions", "unknown-platform", study(platform="vax"), None, "platform", ["unknown platform 'vax'"]),
     ("contradictions", "unknown-key", study(repetitons=3), None, "(top level)", ["unknown key", "'repetitons'"]),
     ("contradictions", "unknown-limit", study(limits={"minutes": 3}), None, "limits", ["unknown key", "'minutes'"]),
@@ -264,16 +378,28 @@ def write_case(where, repo_config, data, plat):
     if not (cfg / "platforms").exists():
         shutil.copytree(repo_config / "platforms", cfg / "platforms")
     p = cfg / "platforms" / "p.yaml"
-    if plat is DIRECTORY:
-        p.mkdir()
-    elif plat is not None:
-        _write(p, plat)
+    if plat is not None:
+        _make(p, plat)
     f = where / ("study.json" if isinstance(data, Json) else "study.yaml")
-    if data is DIRECTORY:
-        f.mkdir()
-    elif data is not MISSING:
-        _write(f, data)
+    if data is not MISSING:
+        _make(f, data)
     return f, cfg
+
+
+def _make(path, content):
+    if content is DIRECTORY:
+        path.mkdir()
+    elif content is FIFO:
+        os.mkfifo(path)
+    elif isinstance(content, Link):
+        target = path.with_name(path.stem + ".target")
+        if content in (FIFO, DIRECTORY):
+            _make(target, FIFO if content == FIFO else DIRECTORY)
+        else:
+            target = content
+        path.symlink_to(target)
+    else:
+        _write(path, content)
 
 
 def _write(path, content):
@@ -302,11 +428,35 @@ def test_bad_input_refused_in_one_line(tmp_path, repo, monkeypatch, case):
     kind, name, data, plat, entry, words = case
     monkeypatch.chdir(tmp_path)
     f, cfg = write_case(tmp_path, repo / "config", data, plat)
-    with pytest.raises(ConfigError) as ei:
+    with pytest.raises(ConfigError) as ei, within(60):     # a FIFO would block the planner forever
         load_study_file(f, cfg)
     expected = cfg / "platforms" / "p.yaml" if platform_at_fault(case) else f
     assert_refusal(ei.value, expected, entry, words)
     assert not (tmp_path / "results").exists() and not (tmp_path / "report").exists()
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _too_slow(signum, frame):
+    raise _TooSlow("no refusal within the time allowed (blocked?)")
+
+
+class within:
+    """Fail (instead of hanging) when the block takes longer than `seconds`: SIGALRM
+    interrupts even a blocking open() of a FIFO."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.old = signal.signal(signal.SIGALRM, _too_slow)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
 
 
 def test_corpus_covers_every_kind():
@@ -329,6 +479,24 @@ def test_a_limit_is_raised_in_the_study(tmp_path, repo):
     assert len(load_study_file(f, cfg).runs) == 2 * 1500
 
 
+def test_descriptions_may_hold_tabs_and_newlines(tmp_path, repo):
+    f, cfg = write_case(tmp_path, repo / "config", study(description="line one\n\tline two\n"), None)
+    assert load_study_file(f, cfg).config["description"].count("\n") == 2
+
+
+def test_memory_args_the_benchmarks_take_are_planned(tmp_path, repo):
+    """Every option microbench/src documents, with the values it takes, is planned."""
+    membw = ["--mode", "parallel", "--share", "whole", "--sizes", "32K,1.5M,L2,LLC,DRAM,", "--reps", "3",
+             "--min-time", "0.05", "--hugepages", "--flush", "--cpus", "0,1"]
+    memlat = ["--stride", "128", "--per-octave", "2", "--min-loads", "20000", "--seed", "7", "--sizes", "L1,1M"]
+    f, cfg = write_case(tmp_path, repo / "config", study(
+        figures={"dpi": 300}, run={"timeout": 5}, capture={"interval_min": 0.001},
+        experiments=mem({"compact": [1, 2]}, args=membw) + [{**mem(args=memlat, benchmarks=["memlat"])[0], "name": "l"}]),
+        None)
+    runs = load_study_file(f, cfg).runs
+    assert {r.bench: list(r.args) for r in runs} == {"membw": membw, "memlat": memlat}
+
+
 def test_json_study_is_read(tmp_path, repo):
     f, cfg = write_case(tmp_path, repo / "config", Json(json.dumps(study())), None)
     assert load_study_file(f, cfg).name == "bad"
@@ -349,7 +517,9 @@ def test_layout_of_many_ones_is_planned_quickly(tmp_path, repo):
 # -- bounded time and memory, whatever the input -------------------------------------
 HEAVY = ["alias-bomb", "deep-nesting", "too-large", "integer-of-5000-digits", "repetitions-huge",
          "cpu-range-huge", "compact-huge", "plan-explodes", "all-choices-explodes", "symmetries-explode",
-         "platform-cpus-huge", "npb-source-device"]
+         "platform-cpus-huge", "npb-source-device", "study-is-fifo", "platform-is-fifo", "study-is-device",
+         "membw-reps-past-timeout", "membw-size-beyond-this-machine", "figure-gigapixel-width",
+         "figure-gigapixel-height"]
 CPU_SECONDS, MEMORY_BYTES = 5, 500 << 20
 
 CHILD = """
@@ -416,7 +586,8 @@ def assert_one_line(r, out, *words):
 
 
 E2E = ["yte-template", "alias-bomb", "latin1-bytes", "duplicate-top-key", "study-dotdot", "plan-explodes",
-       "membind-word", "platform-slit-zero-diagonal", "study-missing"]
+       "membind-word", "platform-slit-zero-diagonal", "study-missing", "study-is-fifo", "membw-unknown-flag",
+       "study-named-build", "description-nul", "json-nan"]
 
 
 @pytest.mark.parametrize("name", E2E)

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 
 import pytest
 import yaml
-from conftest import copy_workflow, run_snakemake
+from conftest import REPO, copy_workflow, run_snakemake
+from numaplace.records import KEPT
 
 IS_ROOT = os.geteuid() == 0
 # Every fault is injected twice where this machine allows it: into a Snakemake run as
@@ -63,7 +64,8 @@ def restore_binary(binary, real):
 
 def start(wf, configfile, *extra, unprivileged=False):
     unprivileged = unprivileged in (True, "unprivileged")
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--configfile", configfile, *extra]
+    # --configfile=<file>: one file, so that targets may follow it
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", f"--configfile={configfile}", *extra]
     env = {**os.environ, "HOME": str(wf / ".home")} if unprivileged else None   # no /root/.cache
     return subprocess.Popen(unprivileged_prefix() + cmd if unprivileged else cmd, cwd=wf,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -87,6 +89,29 @@ def wait_for(path, timeout=90):
 
 def running(pattern):
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+
+
+def numaplace_as(wf, who, *args):
+    """The numaplace command, as `who` runs it in the workflow's folder."""
+    cmd = [sys.executable, "-m", "numaplace", *args]
+    cmd = unprivileged_prefix() + cmd if who == "unprivileged" else cmd
+    return subprocess.run(cmd, cwd=wf, capture_output=True, text=True, timeout=300)
+
+
+def last_lines(out, n=15):
+    """The end of a Snakemake run's console output (what a user sees last)."""
+    return "\n".join(out.strip().splitlines()[-n:])
+
+
+RUN = "cg.S.default.c0_loc_p_ts.r1"
+
+
+def measured(wf, who, name, **settings):
+    """Study `name` (one run) measured by Snakemake as `who`; its run folder."""
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump({**study(name), **settings}))
+    p = snakemake_as(wf, who, f"{name}.yaml", "runs")
+    assert p.returncode == 0, p.out[-3000:]
+    return wf / f"results/{name}/runs/{RUN}"
 
 
 def snakemake_as(wf, who, configfile, *extra):
@@ -228,13 +253,22 @@ def test_two_snakemakes_on_one_study_the_second_is_refused_and_nothing_is_lost(w
 
 
 def test_kill_9_of_the_benchmark_is_a_failed_record(wf, who):
-    with a_run_in_progress(wf, f"kb-{who}", who=who) as (p, rundir, binary):
+    """The failed run is a record (data, in the report); the console says so at the end,
+    and a study with no successful run exits non-zero naming the record to read (fault 7:
+    it exited 0 with nothing on the console)."""
+    name = f"kb-{who}"
+    with a_run_in_progress(wf, name, who=who) as (p, rundir, binary):
         for pid in running(str(binary)):
             os.kill(int(pid), signal.SIGKILL)
-        p.communicate(timeout=120)
+        out, _ = p.communicate(timeout=300)
     rec = json.loads((rundir / "record.json").read_text())
     assert rec["status"] == "failed" and rec["exit_status"] == -9, rec["reason"]
     assert rec["reason"].startswith("killed by SIGKILL"), rec["reason"]
+    assert "Failed and unverified runs" in (wf / f"report/{name}/summary.md").read_text()
+    assert p.returncode != 0, out[-3000:]
+    tail = last_lines(out)
+    assert f"1 of 1 runs of study {name} failed (failed: 1)" in tail, tail
+    assert f"study {name} failed: no run succeeded; read results/{name}/runs/{rundir.name}/record.json" in tail, tail
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="mounting a small tmpfs needs root")
@@ -270,3 +304,162 @@ def test_forced_rerun_without_privileges_keeps_the_record(wf):
     out, _ = p.communicate(timeout=600)
     assert p.returncode != 0 and "protected" in out.lower(), out[-3000:]
     assert record.read_bytes() == first and not list(record.parent.glob("attempts/*"))
+
+
+# -- issue 30: nothing measured is lost or silently overwritten; failures are visible -----
+
+def test_retry_of_an_unreadable_record_restores_its_intact_kept_copy(wf, who):
+    """Fault 1: record.json replaced by a broken copy (a new file, not truncated in
+    place: an editor, a bad copy) while record.kept.json still holds the measurement.
+    `retry-failed --status unreadable` deleted record.kept.json: the only good copy was
+    lost. The kept record is the measurement: it is restored, the broken copy kept beside."""
+    rundir = measured(wf, who, f"ru-{who}")
+    record, kept = rundir / "record.json", rundir / KEPT
+    first = record.read_bytes()
+    broken = rundir / "record.json.part"
+    broken.write_bytes(first[:100])
+    os.replace(broken, record)
+    assert not os.path.samefile(record, kept)
+    r = numaplace_as(wf, who, "retry-failed", f"results/ru-{who}", "--status", "unreadable")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert kept.exists() and record.exists(), r.stdout        # the measurement is still there
+    assert record.read_bytes() == first and os.path.samefile(record, kept)
+    assert f"restored {RUN} (ok)" in r.stdout, r.stdout
+    assert (rundir / "record.unreadable.json").read_bytes() == first[:100]
+    assert not list(rundir.glob("attempts/*"))
+    # the measurement is current again: nothing to measure
+    again = snakemake_as(wf, who, f"ru-{who}.yaml", "runs")
+    assert again.returncode == 0 and record.read_bytes() == first, again.out[-3000:]
+
+
+def test_forced_rerun_of_a_record_without_kept_link_sets_it_aside(wf, who):
+    """Fault 2: a record with no record.kept.json (written before the link existed, or
+    the link removed): Snakemake's --forcerun deleted it before the run, and only its
+    capture files survived (in interrupted/). It is set aside as attempt 1. Without
+    privileges Snakemake refuses a protected record (test_forced_rerun_without_privileges_
+    keeps_the_record): the user lifts the protection, as one does to force it."""
+    rundir = measured(wf, who, f"fk-{who}")
+    record = rundir / "record.json"
+    first = record.read_bytes()
+    (rundir / KEPT).unlink()
+    if who != "root":
+        os.chmod(record, 0o644)
+    p = snakemake_as(wf, who, f"fk-{who}.yaml", "runs", "--forcerun", "measure")
+    assert p.returncode == 0, p.out[-3000:]
+    assert (rundir / "attempts/1/record.json").read_bytes() == first
+    assert json.loads(record.read_text())["status"] == "ok" and record.read_bytes() != first
+    assert not list(rundir.glob("interrupted/*"))
+
+
+def test_a_gap_in_the_attempt_numbers_never_stops_a_rerun(wf, who):
+    """Fault 3: attempts/1 and attempts/3 (attempts/2 removed by hand): the next attempt
+    was numbered by counting (3, taken), so every later re-measure failed with "File
+    exists" and the run dropped out of the report. The next number is the highest + 1,
+    for a re-run (the runner's set-aside) and a retry (retry-failed's) alike."""
+    rundir = measured(wf, who, f"gap-{who}")
+    record = rundir / "record.json"
+    first = record.read_bytes()
+    for n in (1, 3):
+        (rundir / "attempts" / str(n)).mkdir(parents=True)
+        (rundir / "attempts" / str(n) / "record.json").write_bytes(first)
+    if who != "root":
+        os.chmod(record, 0o644)
+    p = snakemake_as(wf, who, f"gap-{who}.yaml", "runs", "--forcerun", "measure")
+    assert p.returncode == 0, p.out[-3000:]
+    assert (rundir / "attempts/4/record.json").read_bytes() == first
+    second = record.read_bytes()
+    assert json.loads(second)["status"] == "ok" and second != first
+    r = numaplace_as(wf, who, "retry-failed", f"results/gap-{who}", "--status", "ok")
+    assert r.returncode == 0 and f"set aside {RUN} (ok)" in r.stdout, r.stdout + r.stderr
+    assert (rundir / "attempts/5/record.json").read_bytes() == second
+    p = snakemake_as(wf, who, f"gap-{who}.yaml")
+    assert p.returncode == 0, p.out[-3000:]
+    assert json.loads(record.read_text())["status"] == "ok"
+    import csv
+    rows = list(csv.DictReader(open(wf / f"results/gap-{who}/tables/runs.csv")))
+    assert sorted((r["attempt"], r["current"]) for r in rows if r["run_id"] == RUN) == \
+        [("1", "False"), ("3", "False"), ("4", "False"), ("5", "False"), ("6", "True")], rows
+
+
+def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
+    """Fault 4: builds did not take the machine's measurement lock, so a build of one
+    study (another Snakemake) ran beside a measured run of another. The build holds it."""
+    from numaplace.study import load_study_file
+    name = f"bl-{who}"
+    flags = {"root": "-O2 -fopenmp", "unprivileged": "-O1 -fopenmp"}.get(who, "-O2 -fopenmp")
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump({**study(name), "npb": {"fflags": flags}}))
+    key = load_study_file(wf / f"{name}.yaml", wf / "config").build_key()
+    build_record = wf / "results/build" / key / "default/bin/cg.S.build.json"
+    assert not build_record.exists()
+    with a_run_in_progress(wf, f"bl-run-{who}", seconds=30, who=who) as (p, rundir, binary):
+        b = start(wf, f"{name}.yaml", "build", unprivileged=who)
+        out_b, _ = b.communicate(timeout=900)
+        out_a, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out_a[-3000:]
+    assert b.returncode == 0, out_b[-3000:]
+    run = json.loads((rundir / "record.json").read_text())
+    build = json.loads(build_record.read_text())
+    assert build["status"] == "ok", build["reason"]
+    assert build["started"] >= run["ended"], (f"the build ({build['started']}..{build['ended']}) overlapped "
+                                              f"the measured run ({run['started']}..{run['ended']})")
+    assert build["lock_wait_s"] > 1, build
+
+
+FAKE2 = {"name": "fake2", "description": "node 63 does not exist on the test machine",
+         "nodes": [{"id": 0, "cpus": "0"}, {"id": 63, "cpus": "1", "memory_mb": 1024}]}
+
+
+def test_failed_builds_fail_the_study_and_name_their_log(wf, who):
+    """Fault 7: with a compiler that does not exist every build fails, yet the workflow
+    exited 0 ("... steps (100%) done"). The runs are build-failed records (data, in the
+    report); the last lines say so, and name the build log; the exit status is not 0."""
+    name = f"nofc-{who}"
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump({**study(name, runs=2),
+                                                     "npb": {"fc": f"/nonexistent/gfortran-{who}"}}))
+    p = snakemake_as(wf, who, f"{name}.yaml")
+    assert p.returncode != 0, p.out[-3000:]
+    recs = {r.parent.name: json.loads(r.read_text()) for r in (wf / f"results/{name}/runs").glob("*/record.json")}
+    assert [r["status"] for r in recs.values()] == ["build-failed"] * 2
+    assert "build-failed" in (wf / f"report/{name}/summary.md").read_text()
+    log = recs[RUN]["build"]["log"]
+    tail = last_lines(p.out)
+    assert f"1 of 1 builds of study {name} failed" in tail and log in tail, tail
+    assert f"2 of 2 runs of study {name} failed (build-failed: 2)" in tail, tail
+    assert tail.splitlines()[-1].endswith(f"study {name} failed: 1 build(s) failed; read the build log {log}"), tail
+
+
+def test_some_failed_runs_are_named_at_the_end_and_the_study_succeeds(wf, who):
+    """Fault 7: a placement the machine refuses is a placement-failed record and the
+    study goes on (exit 0, other runs succeeded), but the last lines count it."""
+    name = f"some-{who}"
+    (wf / "config/platforms/fake2.yaml").write_text(yaml.safe_dump(FAKE2))
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump({
+        **study(name), "platform": "fake2", "launcher": "numactl",
+        "experiments": [{"name": "refused", "placements": [{"cpus": "0"}], "memory": [{"membind": [63]}]},
+                        {"name": "fine", "placements": [{"cpus": "0"}]}]}))
+    p = snakemake_as(wf, who, f"{name}.yaml")
+    assert p.returncode == 0, p.out[-3000:]
+    tail = last_lines(p.out)
+    assert f"1 of 2 runs of study {name} failed (placement-failed: 1)" in tail, tail
+    assert f"report/{name}/summary.md" in tail, tail
+
+
+def test_two_checkouts_sharing_results_never_work_on_one_study_at_once(wf, who, tmp_path):
+    """Issue 30, item 6: Snakemake's lock is per working directory, so a second checkout
+    whose results/ is the same folder ran the same study at once: its runner set aside
+    the files of the run still executing. The second workflow is refused, naming the
+    first; the first one's record is whole."""
+    name = f"co-{who}"
+    other = copy_workflow(REPO, tmp_path / "other")
+    (other / "results").symlink_to(wf / "results")
+    (other / ".home").mkdir()
+    with a_run_in_progress(wf, name, seconds=20, who=who) as (p, rundir, binary):
+        (other / f"{name}.yaml").write_text((wf / f"{name}.yaml").read_text())
+        second = snakemake_as(other, who, f"{name}.yaml")
+        first_out, _ = p.communicate(timeout=300)
+    assert second.returncode != 0, second.out[-3000:]
+    assert f"results/{name} is in use by another workflow (Snakemake pid {p.pid}" in second.out, second.out[-3000:]
+    assert p.returncode == 0, first_out[-3000:]
+    rec = json.loads((rundir / "record.json").read_text())
+    assert rec["status"] == "ok" and not list(rundir.glob("attempts/*")) and not list(rundir.glob("interrupted/*"))
+    assert (rundir / "stdout").stat().st_size > 0

@@ -374,3 +374,23 @@ def test_the_record_is_not_changed():
     before = copy.deepcopy(rec)
     judge(rec)
     assert rec == before
+
+
+# -- a node that was full when the run started (issue 28) -------------------------------------
+
+def test_pages_off_their_node_because_it_was_full_are_named_spill():
+    """The real drift record (asked membind 2, pages on node 3): with the record's free memory
+    per node at the start saying node 2 had less than the run's data, the verdict names the
+    spill; with room on node 2 (or no such figure in an older record) it does not."""
+    rec = load(DRIFT)
+    total = judge(rec)["memory"]["bytes"]
+    full = copy.deepcopy(rec)
+    full["system"] = {**(full.get("system") or {}), "free_mb_by_node": {"0": 900, "1": 900, "2": 1, "3": 900}}
+    v = judge(full)
+    assert v["verdict"] == "drift" and v["memory"]["spill"] is True
+    assert (f"spill: node(s) 2 had 1 MiB free at the start, the run's data needed "
+            f"{total / 2**20:.1f} MiB: the kernel put the rest on other nodes") in v["memory"]["reasons"]
+    room = copy.deepcopy(full)
+    room["system"]["free_mb_by_node"]["2"] = 900
+    assert "spill" not in judge(room)["memory"] and judge(room)["verdict"] == "drift"
+    assert "spill" not in judge(rec)["memory"]

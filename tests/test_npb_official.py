@@ -198,7 +198,10 @@ def test_failed_build_is_recorded_and_the_study_goes_on(nasa_npb, repo, tmp_path
              "npb": {"source": str(npb["tarball"]), "sha256": npb["sha256"]},
              "run": {"idle_check": "off"}, "experiments": [{"name": "one", "placements": [{"cpus": "0", "id": "c0"}]}]}
     (wf / "s.yaml").write_text(yaml.safe_dump(study))
-    run_snakemake(wf, "--cores", "1", "--configfile", "s.yaml")        # exit 0: the study went on
+    # the study goes on past the failed build (MG.S is measured), and then exits 1 naming
+    # the build log: a study whose builds failed has failed
+    first = run_snakemake(wf, "--cores", "1", "--configfile", "s.yaml", check=False)
+    assert first.returncode != 0 and "builds of study official-fail failed" in first.out, first.out[-3000:]
     recs = read_records(wf, "official-fail")
     assert {rid: r["status"] for rid, r in recs.items()} == {"mg.S.default.c0.r1": "ok",
                                                             "mg.C.default.c0.r1": "build-failed"}

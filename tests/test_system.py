@@ -317,6 +317,9 @@ def test_record_has_system_and_pages_over_time(npb_build, tmp_path):
     assert rec["status"] == "ok", rec["reason"]
     s = rec["system"]
     assert set(system.REPORTED) <= set(s) and "vmstat_start" not in s
+    # free memory per node when the run started: a full node explains pages that spilled
+    assert set(s["free_mb_by_node"]) == {p.name[4:] for p in Path("/sys/devices/system/node").glob("node[0-9]*")}
+    assert all(0 < mb < 10**8 for mb in s["free_mb_by_node"].values())
     assert s["numa_balancing_at_end"] == int(Path("/proc/sys/kernel/numa_balancing").read_text())
     pts = rec["captures"]["pages_over_time"]
     assert pts and all(set(p) == {"t", "data_bytes"} for p in pts)

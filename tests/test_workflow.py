@@ -93,10 +93,12 @@ def test_nothing_reruns_and_records_are_protected(quick):
 
 FAILING = {
     "study": "failing", "platform": "fake2", "benchmarks": ["cg"], "classes": ["S"], "repetitions": 1,
-    "launcher": "numactl", "run": {"timeout": 0.002, "idle_check": "off"},
+    # the smallest timeout a study may set (numaplace.checks.RUN_TIMEOUT_MIN_S) and a run
+    # that needs far longer: CG class B on one thread takes ~30 s here
+    "launcher": "numactl", "run": {"timeout": 5, "idle_check": "off"},
     "experiments": [
         {"name": "refused", "placements": [{"cpus": "0"}], "memory": [{"membind": [63]}]},
-        {"name": "too-slow", "placements": [{"cpus": "0"}]},
+        {"name": "too-slow", "classes": ["B"], "placements": [{"cpus": "0"}]},
     ],
 }
 FAKE2 = {"name": "fake2", "description": "node 63 does not exist on the test machine",
@@ -107,7 +109,10 @@ def test_failures_are_records_and_can_be_retried(repo, tmp_path):
     wf = copy_workflow(repo, tmp_path / "wf")
     (wf / "config/platforms/fake2.yaml").write_text(yaml.safe_dump(FAKE2))
     (wf / "failing.yaml").write_text(yaml.safe_dump(FAILING))
-    snakemake(wf, "--configfile", "failing.yaml")          # the study goes on: exit 0
+    # every run is measured and recorded; none succeeded, so the study fails (exit 1) and
+    # its last lines say so
+    r = snakemake(wf, "--configfile", "failing.yaml", check=False)
+    assert r.returncode != 0 and "no run succeeded" in r.stderr + r.stdout, (r.stdout + r.stderr)[-2000:]
     recs = records(wf, "failing")
     by_exp = {("refused" if "mb63" in rid else "slow"): r for rid, r in recs.items()}
     assert by_exp["refused"]["status"] == "placement-failed"
@@ -121,7 +126,7 @@ def test_failures_are_records_and_can_be_retried(repo, tmp_path):
     assert not list((wf / "results/failing/runs").glob("*/record.json"))
     kept = list((wf / "results/failing/runs").glob("*/attempts/1/record.json"))
     assert len(kept) == 2
-    snakemake(wf, "--configfile", "failing.yaml")
+    snakemake(wf, "--configfile", "failing.yaml", check=False)
     assert len(records(wf, "failing")) == 2
 
 

@@ -2,6 +2,10 @@
 imports it at every start): the tables (results/<study>/tables/<name>.csv) and the
 kinds of figure with their titles (report/<study>/figures/<kind>/)."""
 
+# the answer in a few lines (numaplace.answer), beside summary.md: the report's landing and
+# the workflow's last lines read it
+ANSWER_FILE = "answer.txt"
+
 TABLES = ("runs", "summary", "best_worst", "numa_pages", "numastat", "memory", "memory_matrix")
 
 FIGURES = {"duration": "Duration per placement", "best_worst": "Best vs worst placement",

@@ -6,6 +6,7 @@ transformation); mcmodel-medium (-mcmodel=medium in FFLAGS and FLINKFLAGS).
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import shutil
@@ -263,22 +264,31 @@ def write_build_record(settings, variant, bench, cls, tree, record, log):
     binary beside it, or failed with a one-line reason naming the cure. A failed build is
     data, like a failed run: the runs that need it are recorded `build-failed` with the
     reason, the study's other builds and runs go on, and nothing is built twice (the record
-    exists; delete it to try again)."""
+    exists; delete it to try again). The build holds the machine's measurement lock
+    (guard.machine_lock), as a measured run does."""
     import json
     import time
+    from .guard import machine_lock
+
+    def now():                            # as a run record's timestamps (runner.now)
+        return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
     record = Path(record)
     binary = record.parent / kind(bench).binary_name(cls)
-    t0 = time.monotonic()
     out = {"bench": bench, "class": cls, "variant": variant, "source": settings.get("source", BUNDLED_SOURCE),
            "binary": str(binary), "log": str(log)}
-    try:
-        build(settings, variant, bench, cls, tree, binary, log)
-        out.update(status="ok", reason=None)
-    except (BuildError, ConfigError) as e:
-        out.update(status="failed", reason=str(e))
-    except OSError as e:                  # no make/compiler, a download that failed, a full disk
-        out.update(status="failed", reason=f"{type(e).__name__}: {e}")
-    out["seconds"] = round(time.monotonic() - t0, 1)
+    # the machine's measurement lock, held for the whole build: a build (of this study
+    # or another, from another Snakemake) never runs beside a measured run
+    with machine_lock() as waited:
+        out.update(lock_wait_s=waited, started=now())
+        t0 = time.monotonic()
+        try:
+            build(settings, variant, bench, cls, tree, binary, log)
+            out.update(status="ok", reason=None)
+        except (BuildError, ConfigError) as e:
+            out.update(status="failed", reason=str(e))
+        except OSError as e:              # no make/compiler, a download that failed, a full disk
+            out.update(status="failed", reason=f"{type(e).__name__}: {e}")
+        out.update(seconds=round(time.monotonic() - t0, 1), ended=now())
     record.parent.mkdir(parents=True, exist_ok=True)
     tmp = record.with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1))

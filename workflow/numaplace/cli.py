@@ -120,7 +120,9 @@ def _plan(a):
         from .loader import refusal
         print(refusal(e), file=sys.stderr)
         return 2
-    st.write_plan(a.out or f"results/{st.name}/plan.tsv")
+    out = a.out or f"results/{st.name}/plan.tsv"
+    st.write_plan(out)
+    print("\n".join(st.plan_summary() + [f"plan: {out}"]))
     return 0
 
 
@@ -209,7 +211,7 @@ def main(argv=None):
         return _plan(a)
     if a.cmd == "retry-failed":
         from .records import set_aside_failed
-        for rid, status in set_aside_failed(a.results, a.status):
+        for rid, status in set_aside_failed(a.results, a.status, say=print):
             print(f"set aside {rid} ({status})")
     elif a.cmd == "build":
         from .build import write_build_record

@@ -167,6 +167,10 @@ def _memory(rec, nodes_of_cpus, cfg):
         reasons.append(f"{_pct(share)} of {_mib(total)} data pages on {policy} node(s) "
                        f"{format_cpulist(allowed) or '-'} (min {_pct(cfg['memory_share_min'])}); "
                        f"per node {shown}")
+        full = _full_nodes(rec, allowed, total)
+        if full:
+            out["spill"] = True
+            reasons.append(full)
     if policy == "interleave" and len(allowed) > 1:
         reasons += _interleave_evenness(by_node, total, allowed, shown, cfg, out)
     if judged.get("policies"):
@@ -176,6 +180,18 @@ def _memory(rec, nodes_of_cpus, cfg):
     else:
         out["verdict"] = "ok"
     return out
+
+
+def _full_nodes(rec, allowed, total):
+    """Why pages left their nodes when the reason is that those nodes were full: the free
+    memory of the allowed nodes at the run's start (record `system.free_mb_by_node`)
+    below the run's data. None when the record has no such figure or there was room."""
+    free = (rec.get("system") or {}).get("free_mb_by_node") or {}
+    have = [free.get(str(n)) for n in sorted(allowed)]
+    if not have or None in have or sum(have) * 2**20 >= total:
+        return None
+    return (f"spill: node(s) {format_cpulist(allowed)} had {sum(have)} MiB free at the start, "
+            f"the run's data needed {_mib(total)}: the kernel put the rest on other nodes")
 
 
 def footprint_basis(rec):

@@ -67,6 +67,39 @@ def machine_lock(path=None, held=None):
         os.close(fd)                 # releases the lock
 
 
+STUDY_LOCK = ".numaplace-workflow.lock"
+
+
+def hold_study(results_dir):
+    """One workflow at a time on a study's results, whichever checkout (working
+    directory) it runs from: Snakemake's own lock lives in the working directory's
+    .snakemake/, so two checkouts sharing results/ (a symlink, a shared disk) would both
+    measure the same runs, each setting aside the other's files. An flock on
+    results/<study>/.numaplace-workflow.lock, held by the Snakemake process until it exits
+    (the kernel drops it when it dies). Returns (fd, None), or (None, who holds it)."""
+    path = Path(results_dir) / STUDY_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        try:
+            holder = path.read_text().strip()
+        except OSError:
+            holder = ""
+        return None, holder or "a process that did not say which"
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"Snakemake pid {os.getpid()} on {os.uname().nodename} in {os.getcwd()}\n".encode())
+    except OSError:
+        pass                     # opened read-only: the lock holds all the same
+    return fd, None
+
+
 def die_with_parent():
     """preexec_fn of the benchmark: SIGKILL when the runner dies, however it dies."""
     libc = ctypes.CDLL(None, use_errno=True)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
+import unicodedata
 from pathlib import Path
 
 import yaml
@@ -115,15 +118,46 @@ def _check_expansion(root):
         size(root)
 
 
+FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))
+
+
+def _file_type(mode):
+    return next((name for test, name in FILE_TYPES if test(mode)), "not a regular file")
+
+
+def _not_regular(where, what, mode, path):
+    """The refusal of a path that is no regular file: opening a FIFO or a terminal
+    blocks forever, a device is endless (or has side effects on open)."""
+    kind = _file_type(mode)
+    link = ""
+    if path.is_symlink():
+        try:
+            link = f" (a symbolic link to {os.path.realpath(path)})"
+        except OSError:
+            link = " (a symbolic link)"
+    raise ConfigError(where, what, f"is {kind}{link}, not a regular {what} file")
+
+
 def _read_text(path, what):
     where = str(path)
     try:
-        if path.is_dir():
-            raise ConfigError(where, what, f"is a directory, not a {what} file")
-        with open(path, "rb") as f:
+        # stat before opening: nothing but a regular file is ever opened (a FIFO would
+        # block the planner forever); the opened file is checked again (it may have
+        # been swapped since), without blocking
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            _not_regular(where, what, mode, path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as f:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                _not_regular(where, what, mode, path)
             raw = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(where, what, "no such file") from None
+        broken = " (a symbolic link to a missing file)" if path.is_symlink() else ""
+        raise ConfigError(where, what, f"no such file{broken}") from None
     except OSError as e:
         raise ConfigError(where, what, f"cannot be read ({e.strerror or e})") from None
     if len(raw) > MAX_FILE_BYTES:
@@ -167,7 +201,8 @@ def _parse_yaml(text, where):
 
 def _parse_yaml_or_json(text, where):
     # JSON first, as Snakemake reads config files, for a document opening with '{'
-    # (NaN or a duplicate key refused there); YAML when it is no JSON at all
+    # (a duplicate key refused there, NaN/Infinity where _check_values finds it); YAML
+    # when it is no JSON at all
     if text.lstrip().startswith("{"):
         try:
             return _parse_json(text, where)
@@ -177,8 +212,19 @@ def _parse_yaml_or_json(text, where):
     return _parse_yaml(text, where)
 
 
+class _Constant(float):
+    """NaN, Infinity or -Infinity as a JSON file spells it: kept until _check_values,
+    which names the entry that holds it."""
+
+    def __new__(cls, text):
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
 def _refuse_constant(name):
-    raise ValueError(f"{name} is not a number numaplace can use")
+    # not refused here: the JSON parser knows no entry, _check_values does
+    return _Constant(name)
 
 
 def _no_duplicates(pairs):
@@ -203,13 +249,30 @@ def _has_control(text):
     return any(not c.isprintable() for c in text)
 
 
+FREE_TEXT = ("description",)       # keys whose text is prose: may span lines
+FREE_TEXT_CONTROLS = "\t\n"        # the only control characters prose may hold
+
+
+def _free_text_control(text):
+    """The first control character (C0, DEL, C1) of prose other than tab and newline:
+    a NUL ends the text where C and argv read it, escapes rewrite the terminal."""
+    return next((c for c in text if unicodedata.category(c) == "Cc" and c not in FREE_TEXT_CONTROLS), None)
+
+
 def _check_values(value, where, entry="(top level)"):
     """Finite numbers only; no control characters (newline, NUL, ...) in keys or in
-    values, which become names, paths and arguments (descriptions may span lines)."""
+    values, which become names, paths and arguments; descriptions may span lines and
+    hold tabs, but no other control character either."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(where, entry, f"{value} is not a number numaplace can use "
-                          "(give a finite number)")
-    if isinstance(value, str) and _has_control(value) and not entry.endswith("description"):
+        raise ConfigError(where, entry, f"{getattr(value, 'text', value)} is not a number numaplace "
+                          "can use (give a finite number)")
+    if isinstance(value, str) and entry.rsplit(".", 1)[-1] in FREE_TEXT:
+        c = _free_text_control(value)
+        if c is not None:
+            raise ConfigError(where, entry, f"contains the control character {repr(c)[1:-1]} at "
+                              f"character {value.index(c) + 1}; free text may hold tabs and "
+                              "newlines, no other control character")
+    elif isinstance(value, str) and _has_control(value):
         raise ConfigError(where, entry, f"{shown(value)} contains a control character "
                           "(newline, tab, NUL ...); write it on one line")
     if isinstance(value, dict):

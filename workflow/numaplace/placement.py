@@ -9,6 +9,18 @@ A placement spec is one of
   compact: [1, 2, 4] / spread: [2, 4] generators for thread counts
 combined with every memory policy (local, interleave, membind, preferred) and binding
 (process mask, or one CPU per OpenMP thread) of its experiment.
+
+Portable forms, resolved against the machine's topology (so that one study file runs on a
+1-, 2-, 4- or 8-node machine):
+  compact/spread counts: node (one node's cores), half (half the machine's cores), all
+                         (every core), "<k>/node" (k on every node); physical cores unless
+                         the spec says smt: true (then every hardware thread counts)
+  memory nodes:          interleave: all; membind/preferred: nearest | farthest (from the
+                         threads' nodes, by the distance matrix); membind: each-distance
+                         (one node of every remote distance class from the master's node)
+A portable form that cannot exist on this machine (spreading over one node, a remote
+node on a one-node machine, a layout on more nodes than there are) is left out with one
+line saying why (NotApplicable), never an error and never replaced by another placement.
 """
 from __future__ import annotations
 
@@ -19,6 +31,62 @@ from dataclasses import dataclass, field
 from . import ConfigError
 from .launch import LAUNCHERS
 from .cpulist import format_cpulist, parse_cpulist
+
+
+class NotApplicable(Exception):
+    """A portable placement or memory target that cannot exist on this machine: the
+    message says why, e.g. "1 NUMA node"."""
+
+
+COUNT_WORDS = ("node", "half", "all")
+MEMORY_WORDS = {"interleave": ("all",), "membind": ("nearest", "farthest", "each-distance"),
+                "preferred": ("nearest", "farthest")}
+
+
+def _nodes_phrase(n):
+    return f"{n} NUMA node" + ("" if n == 1 else "s")
+
+
+def resolve_count(count, topo, smt=False):
+    """A thread count of compact/spread: an integer, or a word relative to the topology."""
+    if isinstance(count, int):
+        return count
+    nodes = topo.cpu_nodes
+    if count == "node":
+        return min(len(topo.node_cpus(n, smt)) for n in nodes)
+    if count == "half":
+        return max(1, len(topo.cores(smt)) // 2)
+    if count == "all":
+        return len(topo.cores(smt))
+    return int(count.split("/")[0]) * len(nodes)          # "<k>/node"
+
+
+def _mean_distance(topo, node, to):
+    return sum(topo.distance(t, node) for t in to) / len(to)
+
+
+def resolve_memory_nodes(policy, value, thread_nodes, topo):
+    """Memory nodes of a portable target, from where the threads run; lists of nodes
+    (each-distance gives several). NotApplicable when the machine has no such node."""
+    mem = topo.memory_nodes
+    if value == "all":
+        if len(mem) < 2:
+            raise NotApplicable(f"{_nodes_phrase(len(mem))} with memory: interleave over all is local")
+        return [tuple(mem)]
+    others = [n for n in mem if n not in thread_nodes]
+    if not others:
+        raise NotApplicable(f"{_nodes_phrase(len(mem))} with memory, none of them away from the threads' "
+                            f"node{'s' if len(thread_nodes) > 1 else ''} {format_cpulist(thread_nodes)}")
+    if value == "each-distance":
+        master = thread_nodes[0]
+        classes = {}
+        for n in others:
+            classes.setdefault(topo.distance(master, n), n)
+        return [(classes[d],) for d in sorted(classes)]
+    dist = {n: _mean_distance(topo, n, thread_nodes) for n in others}
+    pick = min if value == "nearest" else max
+    best = pick(dist.values())
+    return [(min(n for n in others if dist[n] == best),)]
 
 
 @dataclass(frozen=True)
@@ -39,6 +107,16 @@ class Memory:
             if topo.memory_mb.get(n) == 0:
                 raise ConfigError(where, f"{entry}.{policy}", f"node {n} of platform {topo.name} has no memory")
         return cls(policy, tuple(sorted(set(nodes))))
+
+    @classmethod
+    def resolve(cls, spec, thread_nodes, topo, where, entry):
+        """The Memory of one spec for threads on thread_nodes: a list (each-distance gives
+        several); portable words resolved, NotApplicable when they cannot be here."""
+        if spec != "local":
+            (policy, value), = spec.items()
+            if isinstance(value, str) and value in MEMORY_WORDS.get(policy, ()):
+                return [cls(policy, nodes) for nodes in resolve_memory_nodes(policy, value, thread_nodes, topo)]
+        return [cls.parse(spec, topo, where, entry)]
 
     @property
     def label(self):
@@ -139,10 +217,10 @@ def _layout_cpus(counts, nodes, topo, where, entry):
         if n not in topo.nodes:
             raise ConfigError(where, entry, f"node {n} is not in platform {topo.name} "
                               f"(nodes {format_cpulist(topo.node_ids)})")
-        if k > len(topo.nodes[n]):
+        if k > len(topo.node_cpus(n)):
             raise ConfigError(where, entry, f"layout asks for {k} threads on node {n}, "
-                              f"which has {len(topo.nodes[n])} CPUs")
-        cpus += topo.nodes[n][:k]            # first k CPUs of the node, as in the thesis
+                              f"which has {len(topo.node_cpus(n))} CPUs")
+        cpus += topo.node_cpus(n)[:k]        # first k cores of the node, as in the thesis
     return cpus
 
 
@@ -192,13 +270,14 @@ def node_choices(counts, topo, distinct):
     return keep
 
 
-def compact(t, topo):
-    return [c for n in topo.node_ids for c in topo.nodes[n]][:t]
+def compact(t, topo, smt=False):
+    """The first t cores, node after node: packed on the fewest nodes."""
+    return topo.cores(smt)[:t]
 
 
-def spread(t, topo):
+def spread(t, topo, smt=False):
     """Round-robin over the nodes: threads as evenly spread as the node sizes allow."""
-    queues = [list(topo.nodes[n]) for n in topo.node_ids if topo.nodes[n]]
+    queues = [list(topo.node_cpus(n, smt)) for n in topo.cpu_nodes]
     cpus = []
     while len(cpus) < t and any(queues):
         for q in queues:
@@ -225,7 +304,8 @@ def expand_spec(spec, topo, where, entry):
         if nodes == "all-choices":
             choices = node_choices(counts, topo, spec.get("distinct", False))
             if not choices:
-                raise ConfigError(where, entry, f"layout {spec['layout']!r} fits on no choice of nodes of platform {topo.name}")
+                raise NotApplicable(f"{_nodes_phrase(len(topo.cpu_nodes))}: layout {spec['layout']!r} fits on "
+                                    f"no choice of nodes of platform {topo.name}")
             if spec.get("id") and len(choices) > 1:
                 raise ConfigError(where, entry + ".id", "an explicit id needs a single placement, "
                                   f"but nodes: all-choices gives {len(choices)}")
@@ -250,23 +330,36 @@ def expand_spec(spec, topo, where, entry):
     else:
         kind = "compact" if "compact" in spec else "spread"
         gen = compact if kind == "compact" else spread
-        for t in spec[kind]:
-            if t > len(topo.cpus):
+        smt = spec.get("smt", False)
+        if spec.get("id") and len(spec[kind]) > 1:
+            raise ConfigError(where, entry + ".id", f"an explicit id needs a single placement, but {kind} lists {len(spec[kind])} thread counts")
+        for count in spec[kind]:
+            t = resolve_count(count, topo, smt)
+            if t > len(topo.cores(smt)):
                 raise ConfigError(where, f"{entry}.{kind}", f"{t} threads but platform {topo.name} "
-                                  f"has {len(topo.cpus)} CPUs")
-            if spec.get("id") and len(spec[kind]) > 1:
-                raise ConfigError(where, entry + ".id", f"an explicit id needs a single placement, but {kind} lists {len(spec[kind])} thread counts")
-            out.append((gen(t, topo), f"{kind} {t}", spec.get("id")))
+                                  f"has {len(topo.cores(smt))} {'CPUs' if smt or not topo.siblings else 'cores'}")
+            if kind == "spread" and len(topo.cpu_nodes) == 1:
+                out.append(NotApplicable(f"1 NUMA node: spread {count} would be compact {count}"))
+                continue
+            shape = f"{kind} {count}" + (f" ({t})" if not isinstance(count, int) else "") + (" smt" if smt else "")
+            out.append((gen(t, topo, smt), shape, spec.get("id")))
     if "threads" in spec:
-        for cpus, shape, _ in out:
+        for cpus, shape, _ in (o for o in out if not isinstance(o, NotApplicable)):
             if len(cpus) != spec["threads"]:
                 raise ConfigError(where, entry, f"{shape} places {len(cpus)} threads, "
                                   f"but threads: {spec['threads']}")
     return out
 
 
-def expand_experiment(exp, defaults, topo, where, entry):
-    """All concrete placements of one experiment (specs × memory policies × bindings)."""
+def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
+    """All concrete placements of one experiment (specs × memory policies × bindings).
+    What cannot exist on this machine is left out, with one line per spec and memory
+    target appended to not_applicable ("<entry>: not applicable here: <why>")."""
+    def skip(e, why):
+        line = f"{e}: not applicable here: {why}"
+        if not_applicable is not None and line not in not_applicable:
+            not_applicable.append(line)
+
     launcher_name = exp.get("launcher") or defaults.get("launcher") or topo.launcher
     launcher = LAUNCHERS[launcher_name]
     memories = exp.get("memory") or defaults.get("memory") or ["local"]
@@ -281,7 +374,15 @@ def expand_experiment(exp, defaults, topo, where, entry):
                 raise ConfigError(where, e, "matrix via membind sets each cell's memory policy itself: "
                                   "drop the experiment's memory list")
         else:
-            cells = [(cpus, shape, pid, None) for cpus, shape, pid in expand_spec(spec, topo, where, e)]
+            try:
+                specs = expand_spec(spec, topo, where, e)
+            except NotApplicable as why:
+                skip(e, why)
+                continue
+            for why in (o for o in specs if isinstance(o, NotApplicable)):
+                skip(e, why)
+            cells = [(cpus, shape, pid, None) for cpus, shape, pid in
+                     (o for o in specs if not isinstance(o, NotApplicable))]
         cell_bindings = bindings
         if MEMORY_SPECS & set(spec):
             # thread 0 must sit on the memory CPU: only per-thread binding keeps it there
@@ -290,10 +391,16 @@ def expand_experiment(exp, defaults, topo, where, entry):
                                   "they need binding [threads]")
             cell_bindings = ["threads"]
         for cpus, shape, pid, cell_memory in cells:
+            master = topo.node_of(cpus[0])          # thread 0's node first: "nearest" is from the threads
+            thread_nodes = [master] + sorted({topo.node_of(c) for c in cpus} - {master})
             for j, mspec in enumerate(memories if cell_memory is None else ["cell"]):
                 mem_entry = f"{entry}.memory[{j}]" if exp.get("memory") else "memory"
-                mem = cell_memory or Memory.parse(mspec, topo, where, mem_entry)
-                for binding in cell_bindings:
+                try:
+                    mems = [cell_memory] if cell_memory else Memory.resolve(mspec, thread_nodes, topo, where, mem_entry)
+                except NotApplicable as why:
+                    skip(f"{mem_entry} for {shape}", why)
+                    continue
+                for mem, binding in itertools.product(mems, cell_bindings):
                     if pid and (len(memories) > 1 or len(bindings) > 1):
                         raise ConfigError(where, e + ".id", "an explicit id needs a single placement, "
                                           "but the experiment lists several memory policies or bindings")

@@ -93,8 +93,10 @@ def answer_rows(best_worst):
     return rows
 
 
-def answer_markdown(best_worst, manifest):
-    out = ["## The answer", ""]
+def answer_markdown(best_worst, manifest, lines=(), npb=True):
+    out = ["## The answer", ""] + [f"- {line}" for line in lines] + ([""] if lines else [])
+    if not npb:
+        return out
     rows = answer_rows(best_worst)
     if not rows:
         return out + ["No comparison yet: no kernel/class/variant/thread count has two placements with an ok run.", ""]
@@ -175,25 +177,32 @@ def system_markdown(runs):
 
 # -- summary.md ----------------------------------------------------------------------
 
-def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None):
-    """summary.md: the answer first, then the evidence behind it, section by section."""
+def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None, answer=()):
+    """summary.md: the answer first, then the evidence behind it, section by section. A
+    study of memory micro-benchmarks alone leads with its matrices and has no NPB sections."""
     runs, summary, bw = tables["runs"], tables["summary"], tables["best_worst"]
+    npb = bool(len(runs)) and runs["bench"].isin(["cg", "mg"]).any() or \
+        (plan is not None and len(plan) and plan["bench"].isin(["cg", "mg"]).any())
     current = runs[runs["current"].map(_truthy)] if len(runs) else runs
     name = study or (runs["study"].dropna().iloc[0] if len(runs) and runs["study"].notna().any() else "study")
     out = [f"# Placement study `{name}`: summary", ""]
     if description:
         out += [description, ""]
     out += _facts_markdown(runs, current, summary)
-    out += answer_markdown(bw, manifest)
+    out += answer_markdown(bw, manifest, answer, npb)
+    if not npb:
+        out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
     out += _status_markdown(runs)
     out += system_markdown(current)
-    out += _best_worst_markdown(bw)
+    if npb:
+        out += _best_worst_markdown(bw)
     out += _failed_markdown(runs)
     out += _drift_markdown(runs)
     out += _flagged_runs(runs)
     out += _unrecorded_markdown(plan, current)
-    out += _per_placement_markdown(summary)
-    out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
+    if npb:
+        out += _per_placement_markdown(summary)
+        out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
     out += _figures_markdown(manifest)
     if tables_link:
         out += ["## Tables", "", "All numbers, as CSV: " + ", ".join(
@@ -355,13 +364,47 @@ def _flagged_runs(runs):
     return out
 
 
+def study_answer(tables, results_dir):
+    """The answer's lines for a study's results folder: its tables, the machine of its
+    records, what the plan left out as not applicable, and the estimate beside the real
+    machine time; written to answer.txt beside summary.md (the terminal's and the
+    landing's text)."""
+    import json
+    from .answer import answer_lines
+    from .records import iter_records
+    from .study import NOT_APPLICABLE, PLAN_ESTIMATE
+    results_dir = Path(results_dir)
+    topology = next((r.get("topology") for r in iter_records(results_dir) if r.get("topology")), None)
+    na = results_dir / NOT_APPLICABLE
+    not_applicable = na.read_text().splitlines() if na.exists() else []
+    estimate_line = None
+    est = results_dir / PLAN_ESTIMATE
+    runs = tables["runs"]
+    if est.exists() and len(runs):
+        e = json.loads(est.read_text())
+        current = runs[runs["current"].map(_truthy)]
+        start = pd.to_datetime(current.get("started"), errors="coerce", utc=True)
+        end = start + pd.to_timedelta(pd.to_numeric(current.get("wall_s"), errors="coerce"), unit="s")
+        if start.notna().any() and end.notna().any():
+            from .budget import format_duration
+            span = (end.max() - start.min()).total_seconds()
+            estimate_line = (f"machine time of the runs: estimated {format_duration(e['runs_s'])} before the study, "
+                             f"measured {format_duration(span)} from the first run's start to the last one's end "
+                             f"({len(current)} of {e['runs']} runs recorded)")
+    return answer_lines(tables, topology, not_applicable, estimate_line)
+
+
 def write_summary(tables_dir, figures_dir, out, study=None, description=None, plan_path=None):
     tables = aggregate.read_tables(tables_dir)
     mpath = Path(figures_dir) / plots.MANIFEST
     manifest = pd.read_csv(mpath) if mpath.exists() else None
     link = os.path.relpath(tables_dir, Path(out).parent)
     plan = aggregate.read_plan(plan_path)
-    text = summary_markdown(tables, manifest, study, description, link, plan)
+    from .artifacts import ANSWER_FILE
+    answer = study_answer(tables, Path(plan_path).parent) if plan_path else []
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    (Path(out).parent / ANSWER_FILE).write_text("".join(line + "\n" for line in answer))
+    text = summary_markdown(tables, manifest, study, description, link, plan, answer)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
     return out
@@ -383,8 +426,12 @@ def build_html(out, snakefile, configfiles=(), targets=(), workdir=".", tables_d
            "--report", str(out)]
     files = [str(c) for c in configfiles]
     if tables_dir is not None:
+        from .artifacts import ANSWER_FILE
+        lines_file = Path(workdir, out).parent / ANSWER_FILE           # the summary's answer
+        text = ("\n".join(f"- {line}" for line in lines_file.read_text().splitlines())
+                if lines_file.exists() else answer_rst(aggregate.read_tables(tables_dir)["best_worst"]))
         answer = Path(workdir, str(out) + ANSWER_FILE_SUFFIX)
-        answer.write_text(yaml.safe_dump({"report_answer": answer_rst(aggregate.read_tables(tables_dir)["best_worst"])}))
+        answer.write_text(yaml.safe_dump({"report_answer": text}))
         files = [str(answer)] + files            # the study file stays the last one
     if files:
         cmd += ["--configfile", *files]

@@ -24,7 +24,7 @@ from .kinds import kind
 from .launch import LAUNCHERS, SCRUBBED_ENV
 from .pages_over_time import pages_over_time
 from .placement import Placement
-from .records import KEPT, VERSION as RECORD_VERSION, kind_facts, write_record
+from .records import VERSION as RECORD_VERSION, kind_facts, set_aside, write_record
 from .topology import from_sysfs
 
 
@@ -72,22 +72,11 @@ def clean_env(extra):
 
 
 def _set_aside_earlier(rundir):
-    """Files of an earlier attempt in the run's folder are set aside before a new one:
-    a complete attempt (its record kept under KEPT) into attempts/<n>/, still counted by
-    the tables; an interrupted one (no record) into interrupted/<time>/, not mixed in."""
-    leftovers = [p for p in rundir.iterdir() if p.name not in ("record.json", "attempts", "interrupted")]
-    if not leftovers:
-        return
-    import shutil              # here: most runs start in an empty folder (shutil is slow to import)
-    if (rundir / KEPT).exists():
-        attempts = rundir / "attempts"
-        n = len(list(attempts.glob("*"))) + 1 if attempts.exists() else 1
-        dest = attempts / str(n)
-    else:
-        dest = rundir / "interrupted" / dt.datetime.now().strftime("%Y%m%dT%H%M%S")
-    dest.mkdir(parents=True)
-    for p in leftovers:
-        shutil.move(str(p), dest / ("record.json" if p.name == KEPT else p.name))
+    """Files of an earlier attempt in the run's folder are set aside before a new one
+    (records.set_aside): a complete attempt (its record, or the record kept under KEPT
+    after Snakemake removed record.json) into attempts/<n>/, still counted by the tables;
+    an interrupted one (no record) into interrupted/<time>/, not mixed in."""
+    set_aside(rundir)
 
 
 class Interrupted(Exception):

@@ -93,6 +93,24 @@ def _one_of_message(err):
     return None
 
 
+HOP_ROW_FORMS = ("a string of single-digit hop counts like '01122223', counts separated by "
+                 "spaces like '0 1 12', or a list of whole numbers 0-24")
+
+
+def _hops_message(row):
+    """A platform's hop row that is neither form: say what is wrong with the string or
+    the list (anyOf's best match would say "expected a list" of a string)."""
+    if isinstance(row, str):
+        bad = next((c for c in row if c not in "0123456789 "), None)
+        why = f"{shown(bad)} is not a digit" if bad is not None else "no hop counts"
+        return f"{shown(row)} is not a row of hop counts ({why}): write {HOP_ROW_FORMS}"
+    if isinstance(row, list):
+        for i, x in enumerate(row):
+            if not (_is_integer(None, x) and 0 <= x <= 24):
+                return f"hop count {shown(x)} (position {i}) is not a whole number 0-24; a row is {HOP_ROW_FORMS}"
+    return f"expected a row of hop counts, got {shown(row)}: {HOP_ROW_FORMS}"
+
+
 def _pattern_message(err):
     if err.validator_value.startswith("^(?!.*[.][.])"):
         return f"{shown(err.instance)} is not a usable name ({NAME_RULE})"
@@ -115,6 +133,8 @@ def _message(err):
         return entry, f"expected a list of node ids, a node list like '0-3', or all-choices; got {shown(err.instance)}"
     if v == "anyOf" and err.absolute_path and err.absolute_path[-1] == "cpus":
         return entry, f"{shown(err.instance)} is not a CPU list like '0-3,8'"
+    if v == "anyOf" and len(err.absolute_path) >= 2 and err.absolute_path[-2] == "hops":
+        return entry, _hops_message(err.instance)
     if err.context:         # other oneOf/anyOf: the most specific sub-error
         from jsonschema.exceptions import best_match
         best = best_match(err.context)

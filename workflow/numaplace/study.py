@@ -16,9 +16,11 @@ from pathlib import Path
 from . import ConfigError, limits
 from .build import bundled_digest, check_source
 from .kinds import kind
-from .checks import check_study
+from .checks import check_figures, check_study
 from .launch import command
 from .loader import load_mapping
+from .memory_specs import check_args
+from . import budget
 from .placement import MEMORY_SPECS, expand_experiment
 from .schema import setting, validate_study
 from .system import check_study as check_system
@@ -105,6 +107,10 @@ class Study:
         self.topology = self._topology()
         check_study(self.config, self.topology, self.where)
         self.runs = self._expand()
+        self.budget_notes = []
+        if self.config.get("budget") is not None:
+            self._fit_budget()
+        check_figures(self.config, self.topology, self.runs, self.where)
 
     def _topology(self):
         name = setting("platform", self.config)
@@ -120,9 +126,14 @@ class Study:
     def _expand(self):
         c = self.config
         runs, by_placement_id = {}, {}
+        self.not_applicable = []          # what this machine cannot have, one line each
         for i, exp in enumerate(c["experiments"]):
             entry = f"experiments[{i}] ({exp['name']})"
-            placements = expand_experiment(exp, c, self.topology, self.where, entry)
+            placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable)
+            if not placements:
+                self.not_applicable.append(f"{entry}: left out: none of its placements exists on this "
+                                           f"machine ({self.topology.name})")
+                continue
             for p in placements:
                 other = by_placement_id.setdefault(p.id, p)
                 if (other.cpus, other.memory, other.binding, other.launcher) != \
@@ -134,6 +145,8 @@ class Study:
             benches = setting("benchmarks", c, exp)
             classes = setting("classes", c, exp)
             check_memory_experiment(exp, benches, classes, placements, self.where, entry)
+            if kind(benches[0]).family == "memory":
+                check_args(args, benches, placements, self.topology, c, self.where, entry)
             for bench in benches:
                 for cls in classes:
                     for variant in setting("variants", c, exp):
@@ -144,7 +157,58 @@ class Study:
                                 exps = (old.experiments if old else ()) + \
                                     ((exp["name"],) if not old or exp["name"] not in old.experiments else ())
                                 runs[rid] = Run(rid, exps, bench, cls, variant, rep, by_placement_id[p.id], args)
+        if not runs:
+            raise ConfigError(self.where, "experiments", "nothing of this study exists on this machine: "
+                              + "; ".join(self.not_applicable))
         return list(runs.values())
+
+    # -- what it costs --------------------------------------------------------------
+    @property
+    def speed(self):
+        """This machine's speed against the reference machine's (read bandwidth), for the
+        estimate; 1 for a named platform (planned elsewhere: nothing to measure)."""
+        if "_speed" not in self.__dict__:
+            self._speed = (budget.read_bandwidth() / budget.REF_READ_GBS
+                           if setting("platform", self.config) == "auto" else 1.0)
+        return self._speed
+
+    def estimate(self):
+        return budget.Estimate(self.runs, self.binaries(), self.speed)
+
+    def _fit_budget(self):
+        """Step NPB classes down (C -> B -> A), then repetitions (to 3), until the estimate
+        fits the study's budget; each step is said in budget_notes."""
+        import copy
+        text = self.config["budget"]
+        limit = budget.parse_minutes(text) * 60
+        first = self.estimate().total
+        steps = []
+        while self.estimate().total > limit:
+            c = self.config = copy.deepcopy(self.config)
+            exps = c["experiments"]
+            classes = [k for e in exps for k in setting("classes", c, e)
+                       if set(setting("benchmarks", c, e)) & set(budget.REF_MOPS_1T)]
+            step = budget.step_down(classes)
+            if step:
+                for holder in [c] + exps:
+                    if "classes" in holder:
+                        holder["classes"] = list(dict.fromkeys(step.get(k, k) for k in holder["classes"]))
+                if "classes" not in c:
+                    c["classes"] = [step.get(k, k) for k in setting("classes", c)]
+                steps.append(", ".join(f"class {a} -> {b}" for a, b in step.items()))
+            else:
+                reps = {e["name"]: setting("repetitions", c, e) for e in exps}
+                if max(reps.values()) <= 3:
+                    raise ConfigError(self.where, "budget", f"{text}: even class A with 3 repetitions is "
+                                      f"estimated at {budget.format_duration(self.estimate().total)}; "
+                                      "raise the budget or leave experiments out")
+                for e in exps:
+                    e["repetitions"] = max(3, reps[e["name"]] - 1)
+                steps.append("one repetition fewer (not below 3)")
+            self.runs = self._expand()
+        if steps:
+            self.budget_notes.append(f"budget {text}: estimated {budget.format_duration(first)}, over it; "
+                                     f"dropped: {'; '.join(steps)}; now {budget.format_duration(self.estimate().total)}")
 
     # -- builds --------------------------------------------------------------------
     @property
@@ -195,6 +259,8 @@ class Study:
         return hashlib.sha256(json.dumps([r.row() for r in self.runs]).encode()).hexdigest()[:16]
 
     def write_plan(self, path):
+        """plan.tsv, one row per run, and beside it not_applicable.txt: what the study asks
+        for that this machine cannot have (one line each; empty when everything applies)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         rows = [r.row() for r in self.runs]
@@ -202,6 +268,44 @@ class Study:
             w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
+        (path.parent / NOT_APPLICABLE).write_text("".join(line + "\n" for line in self.not_applicable))
+        est = self.estimate()
+        (path.parent / PLAN_ESTIMATE).write_text(json.dumps(
+            {"runs": len(self.runs), "runs_s": est.total - est.builds, "builds_s": est.builds,
+             "speed": self.speed, "per_experiment_s": est.per_experiment}, indent=1))
+
+    def plan_summary(self):
+        """What `numaplace plan` and the workflow's first lines say: runs per experiment,
+        the classes per kernel, and what was left out as not applicable here."""
+        topo = self.topology
+        head = (f"study {self.name} on {topo.name}: {len(topo.cpu_nodes)} NUMA node"
+                f"{'s' if len(topo.cpu_nodes) != 1 else ''}, {len(topo.cores())} cores"
+                + (f" ({len(topo.cpus)} CPUs)" if topo.siblings else "") + f": {len(self.runs)} runs")
+        per_exp = {e["name"]: 0 for e in self.config["experiments"]}
+        for r in self.runs:
+            for e in r.experiments:
+                per_exp[e] = per_exp.get(e, 0) + 1
+        classes = {}
+        for r in self.runs:
+            classes.setdefault(r.bench, set()).add(r.cls)
+        est = self.estimate()
+        speed = (f"this machine reads {self.speed * budget.REF_READ_GBS:.1f} GB/s, the reference "
+                 f"{budget.REF_READ_GBS:.1f}" if setting("platform", self.config) == "auto"
+                 else "at the reference machine's speed: a named platform is not measured")
+        lines = [head + f", estimated machine time {budget.format_duration(est.total)} ({speed})",
+                 "  classes: " + ", ".join(f"{b} {'/'.join(sorted(c))}" for b, c in sorted(classes.items()))]
+        lines += [f"  {e}: {n} run{'s' if n != 1 else ''}, ~{budget.format_duration(est.per_experiment.get(e, 0))}"
+                  for e, n in per_exp.items() if n]
+        if any(len(r.experiments) > 1 for r in self.runs):
+            lines.append("  (a run that experiments share counts in each of them, once in the total)")
+        lines += [f"  builds: {len(self.binaries())}, ~{budget.format_duration(est.builds)}"]
+        lines += [f"  {line}" for line in self.budget_notes + budget.memory_warnings(self.runs, self.topology)
+                  + self.not_applicable]
+        return lines
+
+
+NOT_APPLICABLE = "not_applicable.txt"      # beside plan.tsv
+PLAN_ESTIMATE = "estimate.json"            # beside plan.tsv: the machine time the plan said
 
 
 def load_study_file(path, config_dir="config"):

@@ -109,9 +109,21 @@ def migration_counters(root=ROOT):
     return out
 
 
+def free_mb_by_node(root=ROOT):
+    """MemFree of every NUMA node in MiB ({node id as text: MiB}; empty without NUMA sysfs):
+    a node that is full when a run starts makes its pages spill to another node."""
+    import re
+    out = {}
+    for f in sorted(Path(root, "sys/devices/system/node").glob("node[0-9]*/meminfo")):
+        m = re.search(r"MemFree:\s+(\d+) kB", _read(root, f.relative_to(root)) or "")
+        if m:
+            out[f.parent.name[4:]] = int(m.group(1)) // 1024
+    return out
+
+
 def at_start(root=ROOT):
     """The record's `system` object when the run starts (counters kept for at_end)."""
-    return {**settings(root), "vmstat_start": migration_counters(root)}
+    return {**settings(root), "free_mb_by_node": free_mb_by_node(root), "vmstat_start": migration_counters(root)}
 
 
 def at_end(system, root=ROOT):

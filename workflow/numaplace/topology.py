@@ -22,6 +22,7 @@ class Topology:
     launcher: str = "numactl"        # default launcher on this platform
     description: str = ""
     cluster: dict = field(default_factory=dict)     # scheduler settings (profiles)
+    siblings: dict = field(default_factory=dict)    # CPU → its core's hardware threads (SMT only)
 
     @property
     def node_ids(self):
@@ -30,6 +31,29 @@ class Topology:
     @property
     def cpus(self):
         return sorted(c for cs in self.nodes.values() for c in cs)
+
+    def node_cpus(self, node, smt=False):
+        """The node's CPUs to place threads on: one per physical core (its first hardware
+        thread), or with smt every hardware thread, a core's siblings next to each other."""
+        cpus = self.nodes[node]
+        core = lambda c: min(self.siblings.get(c, (c,)))
+        if smt:
+            return sorted(cpus, key=lambda c: (core(c), c))
+        return [c for c in cpus if core(c) == c or core(c) not in cpus]
+
+    def cores(self, smt=False):
+        """Physical cores (or hardware threads with smt) of the machine, node by node."""
+        return [c for n in self.node_ids for c in self.node_cpus(n, smt)]
+
+    @property
+    def cpu_nodes(self):
+        """The nodes that have CPUs (memory-only nodes are left out)."""
+        return [n for n in self.node_ids if self.nodes[n]]
+
+    @property
+    def memory_nodes(self):
+        """The nodes that have memory (memory_mb 0, or no memory_mb in a platform file: none)."""
+        return [n for n in self.node_ids if self.memory_mb.get(n, 1) != 0]
 
     def node_of(self, cpu):
         # a map made once: placements of thousands of CPUs ask for every CPU
@@ -106,13 +130,19 @@ def from_sysfs(root=SYSFS_NODES, name="auto"):
         nodes = {0: sorted(os.sched_getaffinity(0))}
         mem = {0: os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20}
         return Topology(name, nodes, mem, None, description="no NUMA sysfs: one node")
+    siblings = {}
+    for c in (c for cs in nodes.values() for c in cs):
+        f = root.parent / "cpu" / f"cpu{c}" / "topology" / "thread_siblings_list"
+        sib = tuple(parse_cpulist(f.read_text().strip())) if f.exists() else (c,)
+        if len(sib) > 1:
+            siblings[c] = sib
     distances = []
     for n in sorted(nodes):
         f = root / f"node{n}" / "distance"
         distances.append([int(x) for x in f.read_text().split()] if f.exists() else [])
     if any(len(r) != len(nodes) for r in distances):
         distances = None
-    return Topology(name, nodes, mem, distances, description="read from sysfs")
+    return Topology(name, nodes, mem, distances, description="read from sysfs", siblings=siblings)
 
 
 def platform_path(name, config_dir):

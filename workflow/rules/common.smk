@@ -9,9 +9,11 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace import cluster
-from numaplace.artifacts import FIGURES, TABLES as TABLE_NAMES
+from numaplace.artifacts import ANSWER_FILE, FIGURES, TABLES as TABLE_NAMES
+from numaplace.guard import hold_study
 from numaplace.kinds import wildcard_constraints
 from numaplace.loader import refusal
+from numaplace.records import keep_records, workflow_outcome
 from numaplace.study import load_study_file
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
@@ -109,6 +111,52 @@ def runs_requested():
     """Does this invocation make runs too (default target, all, runs, a record file)?"""
     targets = workflow.dag_settings.targets
     return not targets or any(t in ("all", "runs") or t.endswith("record.json") for t in targets)
+
+
+def builds_requested():
+    """Does this invocation make (or need) the builds too?"""
+    targets = workflow.dag_settings.targets
+    return runs_requested() or any(t == "build" or t.endswith(".build.json") for t in targets)
+
+
+_HELD = []      # the study's workflow lock (numaplace.guard.hold_study), held until exit
+
+
+def start_of_workflow():
+    """Before any job (onstart): refuse when another workflow, from another checkout
+    sharing results/, works on this study; give every record its second name (keep_records)."""
+    fd, holder = hold_study(RESULTS)
+    if fd is None:
+        sys.stderr.write(f"numaplace: {RESULTS} is in use by another workflow ({holder}); one workflow "
+                         f"at a time works on a study, whichever checkout it runs from: run this one "
+                         f"again when that one has ended\n")
+        sys.exit(1)          # Snakemake releases its own lock on the way out
+    _HELD.append(fd)
+    keep_records(RESULTS)
+    from snakemake.logging import logger
+    for line in STUDY.plan_summary():        # runs, classes, estimated time, what is left out
+        logger.info(line)
+
+
+def end_of_workflow(completed=True):
+    """The workflow's last lines (onsuccess, onerror): how many runs failed and where to
+    read why, which builds failed and their logs (numaplace.records.workflow_outcome). A
+    study whose builds failed, or none of whose runs succeeded, exits non-zero although
+    every job "succeeded": the records of those runs are data, kept and reported."""
+    from snakemake.logging import logger
+
+    answer = Path(REPORT_DIR) / ANSWER_FILE        # written with summary.md
+    if answer.exists():
+        logger.info(f"numaplace: the answer (report: {REPORT_HTML}; summary: {SUMMARY_MD}):")
+        for line in answer.read_text().splitlines():
+            logger.info(f"  {line}")
+    lines, failed = workflow_outcome(STUDY.name, RECORDS, BUILDS, REPORT_DIR,
+                                     runs_made=runs_requested(), builds_made=builds_requested())
+    say = logger.warning if failed or any(" failed" in line for line in lines) else logger.info
+    for line in lines:
+        say(line)
+    if failed and completed:
+        sys.exit(1)          # Snakemake releases its lock on the way out
 
 
 def records_for_tables(wildcards):

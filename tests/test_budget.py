@@ -1,0 +1,82 @@
+"""What a study costs, said before anything is built (issue 28): the estimate from NPB's own
+operation counts, the plan's lines, a `budget:` that steps classes C -> B -> A and then
+repetitions and says what it dropped (never exceeded silently), and the memory check."""
+from pathlib import Path
+
+import pytest
+
+from numaplace import ConfigError, budget
+from numaplace.study import Study
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_work_is_npbs_operation_count():
+    # NPB-FACTS: CG Mop = 2e-6 niter na (3 + nz(nz+1) + 25 (5 + nz(nz+1)) + 3); MG 58e-6 nit n^3
+    assert budget.work_mop("cg", "B") == pytest.approx(2e-6 * 75 * 75000 * (3 + 182 + 25 * 187 + 3))
+    assert budget.work_mop("mg", "B") == pytest.approx(58e-6 * 20 * 256 ** 3)
+    assert budget.work_mop("mg", "C") == pytest.approx(8 * budget.work_mop("mg", "B"))
+
+
+def study(classes, budget_=None, platform="x4600", reps=5, config_dir=REPO / "config"):
+    s = {"study": "b", "platform": platform, "benchmarks": ["cg", "mg"], "classes": classes,
+         "repetitions": reps, "variants": ["default"],
+         "experiments": [{"name": "scaling", "placements": [{"compact": [1, 2, 4, 8, 16]}]},
+                         {"name": "pairs", "classes": classes, "placements": [{"layout": "2", "nodes": "all-choices"}]}]}
+    if budget_ is not None:
+        s["budget"] = budget_
+    return Study(s, "b.yaml", config_dir)
+
+
+def test_plan_says_runs_time_and_classes_before_anything_is_built():
+    st = study(["C"])
+    lines = st.plan_summary()
+    assert lines[0].startswith("study b on x4600: 8 NUMA nodes, 16 cores: 120 runs, estimated machine time ")
+    assert "a named platform is not measured" in lines[0]
+    assert lines[1] == "  classes: cg C, mg C"
+    assert lines[2].startswith("  scaling: 50 runs, ~") and lines[3].startswith("  pairs: 80 runs, ~")
+    assert any(line.startswith("  builds: 2, ~") for line in lines)
+
+
+def test_budget_steps_classes_down_then_repetitions_and_says_so():
+    full = study(["C"]).estimate().total
+    st = study(["C"], budget_=f"{full / 60 * 0.2:.1f} min")
+    assert {r.cls for r in st.runs} <= {"A", "B"}
+    assert st.estimate().total <= full * 0.2
+    (note,) = st.budget_notes
+    assert note.startswith(f"budget {full / 60 * 0.2:.1f} min: estimated ") and "dropped: class C -> B" in note
+    assert f"  {note}" in st.plan_summary()
+
+
+def test_budget_that_fits_changes_nothing():
+    plain = study(["B"])
+    st = study(["B"], budget_="100 h")
+    assert [r.run_id for r in st.runs] == [r.run_id for r in plain.runs] and st.budget_notes == []
+
+
+def test_budget_reduces_repetitions_after_class_a_but_not_below_three():
+    a = study(["A"], reps=6)
+    three = study(["A"], reps=3).estimate().total
+    st = study(["A"], budget_=f"{(three + 1) / 60:.3f} min", reps=6)
+    assert {r.rep for r in st.runs} == {1, 2, 3} and "one repetition fewer" in st.budget_notes[0]
+    assert len(st.runs) < len(a.runs)
+
+
+def test_budget_that_cannot_be_met_is_one_line_before_any_job():
+    with pytest.raises(ConfigError) as e:
+        study(["C"], budget_="1 min")
+    assert str(e.value).startswith("b.yaml: budget: 1 min: even class A with 3 repetitions is estimated at ")
+    assert "\n" not in str(e.value)
+
+
+def test_serial_init_working_set_that_a_node_cannot_hold_is_named(tmp_path):
+    (tmp_path / "platforms").mkdir()
+    (tmp_path / "platforms" / "small.yaml").write_text(
+        "name: small\nnodes:\n  - {id: 0, cpus: '0-3', memory_mb: 2048}\n  - {id: 1, cpus: '4-7', memory_mb: 2048}\n"
+        "distances: [[10, 20], [20, 10]]\n")
+    s = {"study": "m", "platform": "small", "benchmarks": ["mg"], "classes": ["C"], "variants": ["default", "serial-init"],
+         "experiments": [{"name": "all", "placements": [{"compact": ["all"]}]}]}
+    lines = Study(s, "m.yaml", tmp_path).plan_summary()
+    assert "  mg.C serial-init: 3480 MiB of pages meant for node 0, which has 2048 MiB in all: they will spill" in lines
+    # the default build spreads the same pages over both nodes: 1740 MiB each fits
+    assert not [line for line in lines if "mg.C default" in line]

@@ -1,0 +1,135 @@
+"""The answer in a few lines: what the machine is (measured local vs remote latency and
+bandwidth beside its SLIT distances) and, per kernel and class, the best and the worst
+placement, what the wrong choice costs with a 95 % confidence interval, and whether that
+is beyond noise. One text for the report's first screen, summary.md and the terminal at
+the end of the workflow (artifacts.ANSWER_FILE beside summary.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+
+def _mean(xs):
+    return float(np.mean(xs)) if len(xs) else float("nan")
+
+
+def machine_line(matrix, topology):
+    """One line on the machine: nodes, SLIT remote/local, and the measured ratios."""
+    nodes = len((topology or {}).get("nodes", {})) or None
+    dist = (topology or {}).get("distances")
+    slit = ""
+    if dist and len(dist) > 1:
+        remote = [dist[i][j] for i in range(len(dist)) for j in range(len(dist)) if i != j]
+        slit = f"SLIT remote/local {_mean(remote) / dist[0][0]:.2f}x"
+    head = f"machine: {nodes} NUMA node{'s' if nodes != 1 else ''}" if nodes else "machine"
+    if matrix is None or not len(matrix):
+        return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
+               "of memlat and membw to see local vs remote)"
+    parts = [head]
+    top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
+    for bench, what, unit, scale in (("memlat", "latency", "ns", 1.0), ("membw", "read bandwidth", "GB/s", 1e-3)):
+        m = top[top["bench"] == bench]
+        if not len(m):
+            continue
+        local = m[m["reader_node"] == m["memory_node"]]["median"]
+        remote = m[m["reader_node"] != m["memory_node"]]["median"]
+        if len(remote):
+            parts.append(f"{what} local {_mean(local) * scale:.3g} {unit}, remote {_mean(remote) * scale:.3g} {unit} "
+                         f"({_mean(remote) / _mean(local):.2f}x)")
+        else:
+            parts.append(f"{what} {_mean(local) * scale:.3g} {unit} (local only)")
+    if slit:
+        parts.append(slit)
+    return " · ".join(parts)
+
+
+def cost_interval(best, worst, seed=0):
+    """95 % percentile-bootstrap interval of the cost of the wrong choice in %, from the
+    two placements' Mop/s (higher is better): 100 (1 - median(worst) / median(best))."""
+    from scipy.stats import bootstrap
+    best, worst = np.asarray(best, float), np.asarray(worst, float)
+    if min(len(best), len(worst)) < 2:
+        return None
+    res = bootstrap((best, worst), lambda b, w, axis=-1: 100 * (1 - np.median(w, axis=axis) / np.median(b, axis=axis)),
+                    vectorized=True, paired=False, confidence_level=0.95, n_resamples=2000,
+                    method="percentile", random_state=np.random.default_rng(seed))
+    lo, hi = res.confidence_interval
+    return float(lo), float(hi)
+
+
+def _rate(runs, key):
+    """Mop/s of a group's current ok runs (time's inverse where NPB printed no Mop/s)."""
+    g = runs[(runs["placement_id"] == key["placement_id"]) & (runs["bench"] == key["bench"])
+             & (runs["class"].astype(str) == str(key["class"])) & (runs["variant"] == key["variant"])
+             & (runs["threads"] == key["threads"]) & runs["current"].astype(bool) & (runs["status"] == "ok")]
+    mops = g["mops"].dropna()
+    return (list(mops), g) if len(mops) == len(g) else (list(1 / g["npb_time_s"].dropna()), g)
+
+
+def _same_cpus_and_memory(r, desc):
+    b, w = desc.get(r["best_placement_id"], {}), desc.get(r["worst_placement_id"], {})
+    return bool(b) and bool(w) and (b.get("cpus"), b.get("memory")) == (w.get("cpus"), w.get("memory"))
+
+
+def _noise(r):
+    noise = {"yes": "beyond noise", "no": "within noise", "unknown": "too few runs to tell"}.get(
+        str(r["differs"]), str(r["differs"]))
+    if pd.notna(r.get("mwu_p")):
+        noise += f", Mann-Whitney p={float(r['mwu_p']):.2g}"
+    return noise
+
+
+def kernel_lines(best_worst, summary, runs):
+    """Per kernel and class: the case (variant, threads) where the wrong placement costs
+    most. Best and worst on the same CPUs with the same memory differ only in binding or
+    launcher: that is said as such, never as a placement effect."""
+    out = []
+    if best_worst is None or not len(best_worst):
+        return out
+    bw = best_worst[best_worst["best_placement_id"] != best_worst["worst_placement_id"]]
+    desc = {} if summary is None else {r["placement_id"]: r for r in summary.to_dict("records")}
+    for (bench, cls), g in bw.groupby(["bench", "class"], sort=True):
+        g = g.sort_values("improvement_pct", ascending=False)
+        placed = g[[not _same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
+        r = (placed if len(placed) else g).iloc[0]
+        case = f"{str(bench).upper()} class {cls} ({r['variant']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''})"
+        if not len(placed):
+            out.append(f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
+                       f"memory, only the binding or the launcher differs ({r['best_placement']} / "
+                       f"{r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
+            continue
+        bm, bg = _rate(runs, {**r, "placement_id": r["best_placement_id"]})
+        wm, wg = _rate(runs, {**r, "placement_id": r["worst_placement_id"]})
+        shared = int(pd.concat([bg, wg])["shared_cpus"].astype(bool).sum()) if "shared_cpus" in runs else 0
+        flags = f"; {shared} of these runs shared their CPUs with other load" if shared else ""
+        drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
+        out.append(f"{case}: best {r['best_placement']} ({r['best_median_s']:.3g} s), worst {r['worst_placement']} "
+                   f"({r['worst_median_s']:.3g} s): the wrong choice costs {_cost(r, cost_interval(bm, wm))}, "
+                   f"{_noise(r)}{flags}{drift}")
+    return out
+
+
+def _cost(r, ci):
+    if bool(r["below_resolution"]):
+        return "below the timer's resolution"
+    return f"{r['improvement_pct']:.0f} %" + (f" [95 % CI {ci[0]:.0f} to {ci[1]:.0f} %]" if ci else "")
+
+
+def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
+    """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
+    lines = [machine_line(tables.get("memory_matrix"), topology)]
+    ks = kernel_lines(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
+    npb = tables.get("runs")
+    if ks:
+        lines += ks
+    elif npb is not None and len(npb) and npb["bench"].isin(["cg", "mg"]).any():
+        lines.append("NPB: no kernel/class/variant/thread count has two placements with an ok run yet")
+    if not_applicable:
+        lines.append(f"not applicable here ({len(not_applicable)}): " + "; ".join(
+            line.split(": not applicable here: ", 1)[-1] for line in not_applicable[:3])
+                     + (" ..." if len(not_applicable) > 3 else ""))
+    if estimate_line:
+        lines.append(estimate_line)
+    return lines
