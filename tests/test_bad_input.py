@@ -286,7 +286,7 @@ CASES = [
     ("contradictions", "distinct-without-distances", {**study(experiments=exp({"layout": "1/1", "distinct": True})), **P},
      GOOD_PLATFORM, "distinct", ["no distances", "add distances"]),
     ("contradictions", "cpus-and-layout", study(experiments=exp({"cpus": "0-1", "layout": "1/1"})), None, "placements[0]",
-     ["exactly one of cpus, layout, compact, spread, sweep, matrix or contention"]),
+     ["exactly one of cpus, layout, compact, spread, unpinned, sweep, matrix or contention"]),
     ("contradictions", "no-placement-form", study(experiments=exp({"threads": 2})), None, "placements[0]",
      ["exactly one of"]),
     ("contradictions", "membind-word", study(launcher="numactl", memory=[{"membind": "local"}]), None, "memory[0]",

@@ -273,6 +273,6 @@ def test_layout_on_nodes_out_of_order_keeps_counts_with_their_nodes():
     from numaplace.placement import expand_spec
     from numaplace.topology import load_platform
     topo = load_platform(Path(__file__).parents[1] / "config" / "platforms" / "x4600.yaml")
-    (cpus, shape, _), = expand_spec({"layout": "1/2", "nodes": [5, 2]}, topo, "s.yaml", "e")
+    (cpus, shape, _, _), = expand_spec({"layout": "1/2", "nodes": [5, 2]}, topo, "s.yaml", "e")
     assert shape == "2/1 on 2,5"
     assert sorted(topo.node_of(c) for c in cpus) == [2, 2, 5]

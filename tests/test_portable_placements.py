@@ -107,6 +107,20 @@ def test_one_node_machine_leaves_out_what_cannot_exist_with_one_line_each():
         "over all is local"]
 
 
+def test_unpinned_runs_fewer_threads_in_a_mask_of_every_cpu(platforms):
+    from numaplace.placement import Placement, expand_experiment
+    (p,) = expand_experiment({"name": "t", "placements": [{"unpinned": ["half"]}]}, {"launcher": "numactl"},
+                             platforms["x4600"], "s.yaml", "experiments[0]")
+    assert (p.cpulist, p.threads, p.binding, p.id, p.shape) == ("0-15", 8, "process", "c0-15x8_loc_p_nc", "unpinned half (8)")
+    assert Placement.from_dict(p.to_dict()) == p                      # plan rows and records read it back
+    (all_,) = expand_experiment({"name": "t", "placements": [{"unpinned": ["all"]}]}, {"launcher": "numactl"},
+                                platforms["x4600"], "s.yaml", "experiments[0]")
+    assert (all_.threads, all_.id) == (16, "c0-15_loc_p_nc")          # as many threads as CPUs: a plain mask
+    with pytest.raises(ConfigError, match="unpinned placements leave the threads to the OS"):
+        expand_experiment({"name": "t", "binding": ["threads"], "placements": [{"unpinned": [2]}]},
+                          {"launcher": "numactl"}, platforms["x4600"], "s.yaml", "experiments[0]")
+
+
 def test_absolute_numbers_that_do_not_fit_are_still_errors(platforms):
     with pytest.raises(ConfigError, match="20 threads but platform x4600 has 16 CPUs"):
         expand(platforms["x4600"], {"placements": [{"compact": [20]}]})
@@ -135,8 +149,8 @@ def config_dir(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("plat, runs", [("two-socket-16", 122), ("nehalem", 114), ("magny-cours", 166),
-                                        ("x4600", 248)])
+@pytest.mark.parametrize("plat, runs", [("two-socket-16", 128), ("nehalem", 120), ("magny-cours", 172),
+                                        ("x4600", 254)])
 def test_default_study_spreads_over_the_nodes(config_dir, plat, runs):
     st = default_study(plat, config_dir)
     assert len(st.runs) == runs and st.not_applicable == []
@@ -163,7 +177,7 @@ def test_default_study_on_one_node_says_what_it_left_out(config_dir):
         st = Study(config, "config.yaml", config_dir)
     finally:
         study_mod.from_sysfs = orig
-    assert len(st.runs) == 39
+    assert len(st.runs) == 45
     assert all(r.placement.nodes == (0,) for r in st.runs)
     assert len(st.not_applicable) == 7
     assert all("not applicable here: 1 NUMA node" in line for line in st.not_applicable)

@@ -22,7 +22,7 @@ def test_defaults_are_filled_in():
     assert d["variants"] == ["default"] and d["platform"] == "x4600"
 
 
-ONE_OF = "a placement gives exactly one of cpus, layout, compact, spread, sweep, matrix or contention"
+ONE_OF = "a placement gives exactly one of cpus, layout, compact, spread, unpinned, sweep, matrix or contention"
 
 
 @pytest.mark.parametrize("placement, entry, problem", [

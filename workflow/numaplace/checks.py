@@ -125,7 +125,7 @@ def _spec_placements(spec, topo, where, entry, limits):
     contradictions and sizes above the limits on the way."""
     if MEMORY_SPECS & set(spec):            # the memory micro-benchmarks' sweeps and matrices
         return memory_specs.count(spec, topo, where, entry)
-    form = next(k for k in ("cpus", "layout", "compact", "spread") if k in spec)
+    form = next(k for k in ("cpus", "layout", "compact", "spread", "unpinned") if k in spec)
     for key, needs in ONLY_WITH.items():
         if key in spec and form != needs:
             raise ConfigError(where, f"{entry}.{key}", f"{key} only applies to a layout; "
@@ -135,10 +135,10 @@ def _spec_placements(spec, topo, where, entry, limits):
     if form == "cpus":
         check_cpulist_text(spec["cpus"], where, f"{entry}.cpus", limits["cpu_id"])
         return 1
-    if "smt" in spec and form not in ("compact", "spread"):
-        raise ConfigError(where, f"{entry}.smt", f"smt only applies to compact and spread; "
+    if "smt" in spec and form not in ("compact", "spread", "unpinned"):
+        raise ConfigError(where, f"{entry}.smt", f"smt only applies to compact, spread and unpinned; "
                           f"{form} ignores it (remove smt)")
-    if form in ("compact", "spread"):
+    if form in ("compact", "spread", "unpinned"):
         for t in spec[form]:
             t = resolve_count(t, topo, spec.get("smt", False))
             limits_mod.check(where, f"{entry}.{form}", "threads", t, "threads", limits)

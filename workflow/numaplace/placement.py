@@ -140,10 +140,11 @@ class Placement:
     nodes: tuple = field(default=())      # NUMA nodes holding the CPUs, ascending
     layout: tuple = field(default=())     # threads per node in `nodes`
     order: tuple = field(default=())      # CPU of thread 0, 1, ... when not ascending (memory cells)
+    team: int = 0                         # threads when fewer than CPUs (unpinned: the OS places them)
 
     @property
     def threads(self):
-        return len(self.cpus)
+        return self.team or len(self.cpus)
 
     @property
     def cpulist(self):
@@ -165,7 +166,8 @@ class Placement:
                    Memory(d["memory"], tuple(parse_cpulist(d["memory_nodes"])) if d["memory_nodes"] else ()),
                    d["binding"], d["launcher"], d["shape"], d["id"], tuple(parse_cpulist(d["nodes"])),
                    tuple(int(n) for n in layout.split("/")),
-                   tuple(int(c) for c in d["order"].split(",")) if d.get("order") else ())
+                   tuple(int(c) for c in d["order"].split(",")) if d.get("order") else (),
+                   int(d["threads"]) if int(d.get("threads") or 0) not in (0, len(parse_cpulist(d["cpus"]))) else 0)
 
     def to_dict(self):
         """What defines the measurement (the label is derived, so not stored)."""
@@ -195,20 +197,21 @@ def label_of(d):
 MEMORY_SPECS = {"sweep", "matrix", "contention"}    # numaplace.memory_specs
 
 
-def default_id(cpus, memory, binding, launcher):
-    return "_".join(["c" + format_cpulist(cpus, "."), memory.short,
+def default_id(cpus, memory, binding, launcher, team=0):
+    return "_".join(["c" + format_cpulist(cpus, ".") + (f"x{team}" if team else ""), memory.short,
                      "p" if binding == "process" else "t", LAUNCHERS[launcher].short])
 
 
-def finish(cpus, memory, binding, launcher, shape, topo, pid=None):
-    """A placement of CPUs given in thread order (kept as `order` when not ascending)."""
+def finish(cpus, memory, binding, launcher, shape, topo, pid=None, team=0):
+    """A placement of CPUs given in thread order (kept as `order` when not ascending);
+    team: fewer threads than CPUs, placed by the OS within them."""
     order = tuple(cpus)
     cpus = tuple(sorted(cpus))
     nodes = tuple(sorted({topo.node_of(c) for c in cpus}))
     layout = tuple(sum(1 for c in cpus if topo.node_of(c) == n) for n in nodes)
     return Placement(cpus, memory, binding, launcher, shape,
-                     pid or default_id(cpus, memory, binding, launcher), nodes, layout,
-                     order if order != cpus else ())
+                     pid or default_id(cpus, memory, binding, launcher, team), nodes, layout,
+                     order if order != cpus else (), team)
 
 
 def _layout_cpus(counts, nodes, topo, where, entry):
@@ -287,7 +290,8 @@ def spread(t, topo, smt=False):
 
 
 def expand_spec(spec, topo, where, entry):
-    """One placement spec → list of (cpus, shape, explicit id or None)."""
+    """One placement spec → list of (cpus, shape, explicit id or None, team: threads when
+    fewer than the CPUs, else 0), and NotApplicable for what cannot exist here."""
     out = []
     if "cpus" in spec:
         cpus = parse_cpulist(spec["cpus"], where, entry + ".cpus")
@@ -327,6 +331,16 @@ def expand_spec(spec, topo, where, entry):
             else:
                 shape = f"{spec['layout']} on {format_cpulist(nodes)}"
             out.append((cpus, shape, spec.get("id")))
+    elif "unpinned" in spec:
+        # Porterfield's baseline: t threads in a mask of every CPU; the OS places them
+        every = sorted(topo.cpus)
+        for count in spec["unpinned"]:
+            t = resolve_count(count, topo, spec.get("smt", False))
+            if t > len(every):
+                raise ConfigError(where, f"{entry}.unpinned", f"{t} threads but platform {topo.name} "
+                                  f"has {len(every)} CPUs")
+            shape = f"unpinned {count}" + (f" ({t})" if not isinstance(count, int) else "")
+            out.append((every, shape, spec.get("id"), t if t < len(every) else 0))
     else:
         kind = "compact" if "compact" in spec else "spread"
         gen = compact if kind == "compact" else spread
@@ -343,9 +357,10 @@ def expand_spec(spec, topo, where, entry):
                 continue
             shape = f"{kind} {count}" + (f" ({t})" if not isinstance(count, int) else "") + (" smt" if smt else "")
             out.append((gen(t, topo, smt), shape, spec.get("id")))
+    out = [o if isinstance(o, NotApplicable) or len(o) == 4 else (*o, 0) for o in out]
     if "threads" in spec:
-        for cpus, shape, _ in (o for o in out if not isinstance(o, NotApplicable)):
-            if len(cpus) != spec["threads"]:
+        for cpus, shape, _, team in (o for o in out if not isinstance(o, NotApplicable)):
+            if (team or len(cpus)) != spec["threads"]:
                 raise ConfigError(where, entry, f"{shape} places {len(cpus)} threads, "
                                   f"but threads: {spec['threads']}")
     return out
@@ -381,7 +396,7 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
                 continue
             for why in (o for o in specs if isinstance(o, NotApplicable)):
                 skip(e, why)
-            cells = [(cpus, shape, pid, None) for cpus, shape, pid in
+            cells = [(cpus, shape, pid, None, team) for cpus, shape, pid, team in
                      (o for o in specs if not isinstance(o, NotApplicable))]
         cell_bindings = bindings
         if MEMORY_SPECS & set(spec):
@@ -390,7 +405,13 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
                 raise ConfigError(where, e, "sweep and matrix cells pin thread 0 to the memory CPU: "
                                   "they need binding [threads]")
             cell_bindings = ["threads"]
-        for cpus, shape, pid, cell_memory in cells:
+            cells = [(*c, 0) for c in cells]
+        elif "unpinned" in spec:
+            if exp.get("binding") and exp["binding"] != ["process"]:
+                raise ConfigError(where, e, "unpinned placements leave the threads to the OS within a mask "
+                                  "of every CPU: they need binding [process]")
+            cell_bindings = ["process"]
+        for cpus, shape, pid, cell_memory, team in cells:
             master = topo.node_of(cpus[0])          # thread 0's node first: "nearest" is from the threads
             thread_nodes = [master] + sorted({topo.node_of(c) for c in cpus} - {master})
             for j, mspec in enumerate(memories if cell_memory is None else ["cell"]):
@@ -404,7 +425,7 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
                     if pid and (len(memories) > 1 or len(bindings) > 1):
                         raise ConfigError(where, e + ".id", "an explicit id needs a single placement, "
                                           "but the experiment lists several memory policies or bindings")
-                    p = finish(cpus, mem, binding, launcher_name, shape, topo, pid)
+                    p = finish(cpus, mem, binding, launcher_name, shape, topo, pid, team)
                     problem = launcher.cannot_express(p)
                     if problem:
                         raise ConfigError(where, e, f"launcher {launcher_name} cannot express "

@@ -36,7 +36,7 @@ TYPE_WORDS = {"integer": "a whole number", "number": "a number", "string": "text
               "null": "nothing"}
 NAME_RULE = "1-64 letters, digits, _ . -, not starting with . or -, without '..'"
 MEMORY_FORMS = "local, {interleave: nodes}, {membind: nodes} or {preferred: node}"
-PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "sweep", "matrix", "contention")
+PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "unpinned", "sweep", "matrix", "contention")
 
 
 @lru_cache(maxsize=None)

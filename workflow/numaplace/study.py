@@ -136,8 +136,8 @@ class Study:
                 continue
             for p in placements:
                 other = by_placement_id.setdefault(p.id, p)
-                if (other.cpus, other.memory, other.binding, other.launcher) != \
-                        (p.cpus, p.memory, p.binding, p.launcher):
+                if (other.cpus, other.memory, other.binding, other.launcher, other.threads) != \
+                        (p.cpus, p.memory, p.binding, p.launcher, p.threads):
                     raise ConfigError(self.where, entry, f"duplicate placement id {p.id!r} "
                                       f"for two different placements ({other.label} / {p.label})")
             reps = setting("repetitions", c, exp)
