@@ -58,14 +58,26 @@ def test_budget_reduces_repetitions_after_class_a_but_not_below_three():
     a = study(["A"], reps=6)
     three = study(["A"], reps=3).estimate().total
     st = study(["A"], budget_=f"{(three + 1) / 60:.3f} min", reps=6)
-    assert {r.rep for r in st.runs} == {1, 2, 3} and "one repetition fewer" in st.budget_notes[0]
+    assert {r.rep for r in st.runs} == {1, 2, 3} and "3 repetitions fewer where there were more than 3" in st.budget_notes[0]
     assert len(st.runs) < len(a.runs)
+
+
+def test_budget_never_raises_repetitions_below_three_up_to_three():
+    """An experiment with 1 repetition (the default study's memory ones) keeps 1 when the
+    others step down: the budget only ever removes runs."""
+    s = {"study": "b", "platform": "x4600", "benchmarks": ["cg"], "classes": ["A"], "variants": ["default"],
+         "experiments": [{"name": "many", "repetitions": 6, "placements": [{"compact": [1, 2, 4, 8, 16]}]},
+                         {"name": "once", "repetitions": 1, "placements": [{"spread": [2, 4]}]}]}
+    full = Study(s, "b.yaml", REPO / "config")
+    st = Study({**s, "budget": f"{full.estimate().total / 60 * 0.8:.3f} min"}, "b.yaml", REPO / "config")
+    once = {r.rep for r in st.runs if r.experiments == ("once",)}
+    assert once == {1} and len(st.runs) < len(full.runs) and st.estimate().total <= full.estimate().total * 0.8
 
 
 def test_budget_that_cannot_be_met_is_one_line_before_any_job():
     with pytest.raises(ConfigError) as e:
         study(["C"], budget_="1 min")
-    assert str(e.value).startswith("b.yaml: budget: 1 min: even class A with 3 repetitions is estimated at ")
+    assert str(e.value).startswith("b.yaml: budget: 1 min: even class A with at most 3 repetitions is estimated at ")
     assert "\n" not in str(e.value)
 
 
@@ -80,3 +92,13 @@ def test_serial_init_working_set_that_a_node_cannot_hold_is_named(tmp_path):
     assert "  mg.C serial-init: 3480 MiB of pages meant for node 0, which has 2048 MiB in all: they will spill" in lines
     # the default build spreads the same pages over both nodes: 1740 MiB each fits
     assert not [line for line in lines if "mg.C default" in line]
+
+
+def test_machine_speed_is_measured_once_per_study_and_kept(tmp_path, monkeypatch):
+    """Every process that plans a study (numaplace plan, Snakemake, cluster jobs) must plan it
+    alike: the speed measured first is kept in results/<study>/speed.json and read back."""
+    monkeypatch.setattr(budget, "read_bandwidth", lambda: 16.0)
+    first = budget.machine_speed(tmp_path / "s")
+    assert first == 16.0 / budget.REF_READ_GBS and (tmp_path / "s" / budget.SPEED_FILE).exists()
+    monkeypatch.setattr(budget, "read_bandwidth", lambda: 1 / 0)          # never measured again
+    assert budget.machine_speed(tmp_path / "s") == first

@@ -463,3 +463,47 @@ def test_two_checkouts_sharing_results_never_work_on_one_study_at_once(wf, who, 
     rec = json.loads((rundir / "record.json").read_text())
     assert rec["status"] == "ok" and not list(rundir.glob("attempts/*")) and not list(rundir.glob("interrupted/*"))
     assert (rundir / "stdout").stat().st_size > 0
+
+
+def test_a_study_file_edited_while_its_study_runs_is_measured_as_it_was_read(wf, who):
+    """Fault 5: the study file edited (a second placement added) while its one run
+    executes. Jobs that Snakemake starts as processes of their own (the plan's `run:`
+    job, cluster jobs) and the report's nested `snakemake --report` read the file again:
+    plan.tsv came from the new file while the runs followed the old one, with no word.
+    The workflow reads the version it started with (results/<study>/study.frozen.yaml)
+    to its end, and its last lines say that the file changed; the next workflow measures
+    the new version. (Before: plan.tsv listed both placements, report.html showed the
+    edited description, and nothing was said.)"""
+    name = f"ed-{who}"
+    old_text = yaml.safe_dump(study(name))
+    edited = study(name)
+    edited["experiments"][0]["placements"].append({"cpus": "1"})
+    edited["description"] = "the edited version"            # the report's landing page shows it
+    with a_run_in_progress(wf, name, seconds=8, who=who) as (p, rundir, binary):
+        assert (wf / f"{name}.yaml").read_text() == old_text
+        (wf / f"{name}.yaml").write_text(yaml.safe_dump(edited))   # plan.tsv is made after the run
+        out, _ = p.communicate(timeout=600)
+    assert p.returncode == 0, out[-3000:]
+    results = wf / f"results/{name}"
+    import csv
+    planned = sorted(r["run_id"] for r in csv.DictReader(open(results / "plan.tsv"), delimiter="\t"))
+    assert planned == [RUN], planned                          # the plan the runs followed
+    rec = json.loads((rundir / "record.json").read_text())
+    assert rec["status"] == "ok"
+    assert (results / "study.frozen.yaml").read_text() == old_text
+    assert f"numaplace: {name}.yaml changed while study {name} ran; this run followed the version read at " \
+           in out and f" (results/{name}/study.frozen.yaml); run the workflow again to measure the new " \
+           "version" in out, last_lines(out, 30)
+    assert "the edited version" not in (wf / f"report/{name}/report.html").read_text()
+    first = (rundir / "record.json").read_bytes()
+    # the next workflow plans and measures the new version, and keeps the first record
+    again = snakemake_as(wf, who, f"{name}.yaml")
+    assert again.returncode == 0, again.out[-3000:]
+    assert "changed while study" not in again.out, last_lines(again.out)
+    planned = sorted(r["run_id"] for r in csv.DictReader(open(results / "plan.tsv"), delimiter="\t"))
+    new = RUN.replace(".c0_", ".c1_")
+    assert planned == sorted([RUN, new]), planned
+    assert json.loads((results / f"runs/{new}/record.json").read_text())["status"] == "ok"
+    assert (rundir / "record.json").read_bytes() == first and not list(rundir.glob("attempts/*"))
+    assert (results / "study.frozen.yaml").read_text() == yaml.safe_dump(edited)
+    assert "the edited version" in (wf / f"report/{name}/report.html").read_text()

@@ -162,6 +162,8 @@ def test_misspelt_placement_key_is_refused_by_name(platforms, placement, key):
      "experiments[0].placements[0].cpus: descending range '3-1' in '3-1'"),
     ("x4600", {"placements": [{"layout": "2/0", "nodes": [0, 1]}]}, {},
      "experiments[0].placements[0].layout: '2/0': every node needs at least one thread"),
+    ("x4600", {"placements": [{"layout": "3/3"}]}, {},
+     "experiments[0].placements[0]: layout '3/3' fits on no choice of nodes of platform x4600"),
     ("x4600", {"placements": [{"layout": "2/2", "id": "pair"}]}, {},
      "experiments[0].placements[0].id: an explicit id needs a single placement, but nodes: all-choices gives 28"),
     ("nehalem", {"placements": [{"layout": "3/1", "id": "two-ways"}]}, {},
@@ -194,7 +196,7 @@ def test_misspelt_placement_key_is_refused_by_name(platforms, placement, key):
      "experiments[0].memory[1].membind: descending range '2-1' in '2-1'"),
     ("x4600", {"placements": [{"cpus": "0-1"}], "launcher": "numactl"}, {"memory": [{"interleave": [7, 8]}]},
      "memory.interleave: node 8 is not in platform x4600 (nodes 0-7)"),   # from the study's defaults
-], ids=["cpu-outside", "cpus-descending", "layout-zero", "id-all-choices", "id-two-choices",
+], ids=["cpu-outside", "cpus-descending", "layout-zero", "layout-fits-nowhere", "id-all-choices", "id-two-choices",
         "node-twice", "nodes-descending", "layout-vs-nodes", "layout-too-many", "layout-node-unknown",
         "id-compact", "spread-too-many", "threads-crosscheck", "id-memories", "id-bindings",
         "membind-unknown", "membind-descending", "default-memory-unknown"])

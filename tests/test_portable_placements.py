@@ -42,6 +42,7 @@ def cpus_of(topo, spec, memory=None, notes=None):
     ("x4600", {"spread": ["half"]}, "0,2,4,6,8,10,12,14"),
     ("x4600", {"compact": ["all"]}, "0-15"),
     ("x4600", {"spread": ["1/node"]}, "0,2,4,6,8,10,12,14"),
+    ("x4600", {"compact": ["1/node"]}, "0,2,4,6,8,10,12,14"),          # k on every node, whichever generator
     ("nehalem", {"compact": ["node"]}, "0-3"),
     ("nehalem", {"spread": ["half"]}, "0-1,4-5"),
     ("nehalem", {"spread": ["2/node"]}, "0-1,4-5"),
@@ -51,6 +52,31 @@ def cpus_of(topo, spec, memory=None, notes=None):
 ])
 def test_relative_counts_on_the_shipped_platforms(platforms, plat, spec, cpus):
     assert [c for c, _ in cpus_of(platforms[plat], spec)] == [cpus]
+
+
+def test_portable_counts_that_do_not_fit_are_left_out_and_same_cpus_are_no_second_placement(platforms):
+    notes = []
+    assert cpus_of(platforms["x4600"], {"spread": ["4/node"]}, notes=notes) == []
+    assert cpus_of(platforms["nehalem"], {"spread": ["all"]}, notes=notes) == []      # = compact all
+    assert notes == [
+        "experiments[0].placements[0]: not applicable here: spread 4/node needs 32 threads, 4 on a node; "
+        "platform x4600 has 16 CPUs",
+        "experiments[0].placements[0]: not applicable here: spread all runs on the same CPUs as compact all here"]
+    with pytest.raises(ConfigError, match="layout '3/3' fits on no choice of nodes of platform x4600"):
+        cpus_of(platforms["x4600"], {"layout": "3/3"})                                # a typo, not a portable form
+
+
+def test_smt_siblings_of_a_platform_file_and_layouts_past_the_cores(tmp_path):
+    from numaplace.topology import load_platform
+    f = tmp_path / "smt.yaml"
+    f.write_text("name: smt\nnodes:\n  - {id: 0, cpus: '0-3,8-11', memory_mb: 1024}\n"
+                 "  - {id: 1, cpus: '4-7,12-15', memory_mb: 1024}\ndistances: [[10, 20], [20, 10]]\n"
+                 "smt_siblings: ['0,8', '1,9', '2,10', '3,11', '4,12', '5,13', '6,14', '7,15']\n")
+    t = load_platform(f)
+    assert len(t.cores()) == 8 and len(t.cores(smt=True)) == 16
+    assert cpus_of(t, {"compact": ["node"]}) == [("0-3", "local")]
+    assert cpus_of(t, {"layout": "6", "nodes": [0]}) == [("0-3,8-9", "local")]     # 4 cores, then siblings
+    assert cpus_of(t, {"layout": "8/8", "nodes": [0, 1]}) == [("0-15", "local")]
 
 
 def test_physical_cores_by_default_siblings_only_when_asked():
@@ -99,8 +125,7 @@ def test_one_node_machine_leaves_out_what_cannot_exist_with_one_line_each():
                    notes=notes) == [("0", "local")]
     assert notes == [
         "experiments[0].placements[0]: not applicable here: 1 NUMA node: spread 2 would be compact 2",
-        "experiments[0].placements[0]: not applicable here: 1 NUMA node: layout '1/1' fits on no choice "
-        "of nodes of platform one",
+        "experiments[0].placements[0]: not applicable here: 1 NUMA node: layout '1/1' needs 2 nodes",
         "experiments[0].memory[1] for compact 1: not applicable here: 1 NUMA node with memory, none of "
         "them away from the threads' node 0",
         "experiments[0].memory[2] for compact 1: not applicable here: 1 NUMA node with memory: interleave "

@@ -59,16 +59,24 @@ def cost_interval(best, worst, seed=0):
     return float(lo), float(hi)
 
 
-def _rate(runs, key):
-    """Mop/s of a group's current ok runs (time's inverse where NPB printed no Mop/s)."""
-    g = runs[(runs["placement_id"] == key["placement_id"]) & (runs["bench"] == key["bench"])
-             & (runs["class"].astype(str) == str(key["class"])) & (runs["variant"] == key["variant"])
-             & (runs["threads"] == key["threads"]) & runs["current"].astype(bool) & (runs["status"] == "ok")]
-    mops = g["mops"].dropna()
-    return (list(mops), g) if len(mops) == len(g) else (list(1 / g["npb_time_s"].dropna()), g)
+def _group(runs, key, placement_id):
+    return runs[(runs["placement_id"] == placement_id) & (runs["bench"] == key["bench"])
+                & (runs["class"].astype(str) == str(key["class"])) & (runs["variant"] == key["variant"])
+                & (runs["threads"] == key["threads"]) & runs["current"].astype(bool) & (runs["status"] == "ok")]
 
 
-def _same_cpus_and_memory(r, desc):
+def _rates(runs, r):
+    """Rates of the best and the worst placement's current ok runs, in one unit for both:
+    Mop/s where every run has it, else 1 / time."""
+    bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
+    if bg["mops"].notna().all() and wg["mops"].notna().all():
+        return list(bg["mops"]), list(wg["mops"]), bg, wg
+    return list(1 / bg["npb_time_s"].dropna()), list(1 / wg["npb_time_s"].dropna()), bg, wg
+
+
+def same_cpus_and_memory(r, desc):
+    """Best and worst of a best_worst row on the same CPUs with the same memory (desc:
+    summary rows by placement id): a binding or launcher difference, not a placement."""
     b, w = desc.get(r["best_placement_id"], {}), desc.get(r["worst_placement_id"], {})
     return bool(b) and bool(w) and (b.get("cpus"), b.get("memory")) == (w.get("cpus"), w.get("memory"))
 
@@ -92,7 +100,7 @@ def kernel_lines(best_worst, summary, runs):
     desc = {} if summary is None else {r["placement_id"]: r for r in summary.to_dict("records")}
     for (bench, cls), g in bw.groupby(["bench", "class"], sort=True):
         g = g.sort_values("improvement_pct", ascending=False)
-        placed = g[[not _same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
+        placed = g[[not same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
         r = (placed if len(placed) else g).iloc[0]
         case = f"{str(bench).upper()} class {cls} ({r['variant']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''})"
         if not len(placed):
@@ -100,8 +108,7 @@ def kernel_lines(best_worst, summary, runs):
                        f"memory, only the binding or the launcher differs ({r['best_placement']} / "
                        f"{r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
             continue
-        bm, bg = _rate(runs, {**r, "placement_id": r["best_placement_id"]})
-        wm, wg = _rate(runs, {**r, "placement_id": r["worst_placement_id"]})
+        bm, wm, bg, wg = _rates(runs, r)
         shared = int(pd.concat([bg, wg])["shared_cpus"].astype(bool).sum()) if "shared_cpus" in runs else 0
         flags = f"; {shared} of these runs shared their CPUs with other load" if shared else ""
         drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""

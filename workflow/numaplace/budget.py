@@ -55,6 +55,33 @@ def read_bandwidth(nbytes=256 * 2**20, tries=5):
     return best
 
 
+SPEED_FILE = "speed.json"           # results/<study>/: this machine's measured speed, kept
+
+
+def machine_speed(results_dir):
+    """This machine's speed against the reference (read bandwidth ratio), measured once per
+    study and kept in results/<study>/speed.json, so that every process that plans the
+    study (numaplace plan, each Snakemake invocation, cluster jobs) plans it alike."""
+    import json
+    import os
+    from pathlib import Path
+    f = Path(results_dir) / SPEED_FILE
+    try:
+        kept = json.loads(f.read_text())
+        if kept.get("host") == os.uname().nodename and kept.get("speed", 0) > 0:
+            return float(kept["speed"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    speed = read_bandwidth() / REF_READ_GBS
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps({"host": os.uname().nodename, "speed": speed,
+                                 "read_gbs": speed * REF_READ_GBS, "reference_gbs": REF_READ_GBS}))
+    except OSError:
+        pass                    # a read-only checkout plans all the same
+    return speed
+
+
 def run_seconds(run, speed=1.0):
     """Estimated seconds of one planned run (numaplace.study.Run); speed scales the rates."""
     if run.bench in REF_MOPS_1T:
@@ -128,8 +155,8 @@ def memory_warnings(runs, topo):
         if ws is None:
             continue
         p = r.placement
-        if r.variant == "serial-init":
-            where = {topo.node_of(p.cpus[0]): ws}
+        if r.variant == "serial-init":                     # the master thread: thread 0
+            where = {topo.node_of((p.order or p.cpus)[0]): ws}
         elif p.memory.policy == "membind":
             where = {n: ws / len(p.memory.nodes) for n in p.memory.nodes}
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .cpulist import format_cpulist
 
 # Variables that would change the measurement if inherited from the caller's shell.
-SCRUBBED_ENV = ("OMP_", "GOMP_", "KMP_", "NPB_TIMER_FLAG")
+SCRUBBED_ENV = ("OMP_", "GOMP_", "KMP_", "NPB_TIMER_FLAG", "NUMAPLACE_")   # numaplace's own never reach a benchmark
 
 
 def omp_env(p):

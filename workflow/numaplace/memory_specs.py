@@ -72,7 +72,7 @@ def contention(spec, topo, where, entry):
     others = [c for n in topo.node_ids for c in topo.nodes[n] if c != x]
     out = []
     for count in spec["threads"]:
-        t = resolve_count(count, topo, smt=True)    # node, all: every CPU a reader may use
+        t = resolve_count(count, topo)              # node, all: physical cores, as the NPB placements
         if t > len(others) + 1:
             raise ConfigError(where, entry + ".threads", f"{t} threads but platform {topo.name} "
                               f"has {len(others) + 1} CPUs")

@@ -47,6 +47,11 @@ def _nodes_phrase(n):
     return f"{n} NUMA node" + ("" if n == 1 else "s")
 
 
+def per_node(count):
+    """k of a "<k>/node" count, else None."""
+    return int(count.split("/")[0]) if isinstance(count, str) and count.endswith("/node") else None
+
+
 def resolve_count(count, topo, smt=False):
     """A thread count of compact/spread: an integer, or a word relative to the topology."""
     if isinstance(count, int):
@@ -220,10 +225,12 @@ def _layout_cpus(counts, nodes, topo, where, entry):
         if n not in topo.nodes:
             raise ConfigError(where, entry, f"node {n} is not in platform {topo.name} "
                               f"(nodes {format_cpulist(topo.node_ids)})")
-        if k > len(topo.node_cpus(n)):
+        if k > len(topo.nodes[n]):
             raise ConfigError(where, entry, f"layout asks for {k} threads on node {n}, "
-                              f"which has {len(topo.node_cpus(n))} CPUs")
-        cpus += topo.node_cpus(n)[:k]        # first k cores of the node, as in the thesis
+                              f"which has {len(topo.nodes[n])} CPUs")
+        # first k cores of the node, as in the thesis; past its cores, their SMT siblings
+        cores = topo.node_cpus(n)
+        cpus += (cores + [c for c in topo.node_cpus(n, smt=True) if c not in cores])[:k]
     return cpus
 
 
@@ -307,9 +314,11 @@ def expand_spec(spec, topo, where, entry):
         nodes = spec.get("nodes", "all-choices")
         if nodes == "all-choices":
             choices = node_choices(counts, topo, spec.get("distinct", False))
+            if not choices and len(counts) > len(topo.cpu_nodes):
+                raise NotApplicable(f"{_nodes_phrase(len(topo.cpu_nodes))}: layout {spec['layout']!r} needs "
+                                    f"{len(counts)} nodes")
             if not choices:
-                raise NotApplicable(f"{_nodes_phrase(len(topo.cpu_nodes))}: layout {spec['layout']!r} fits on "
-                                    f"no choice of nodes of platform {topo.name}")
+                raise ConfigError(where, entry, f"layout {spec['layout']!r} fits on no choice of nodes of platform {topo.name}")
             if spec.get("id") and len(choices) > 1:
                 raise ConfigError(where, entry + ".id", "an explicit id needs a single placement, "
                                   f"but nodes: all-choices gives {len(choices)}")
@@ -347,16 +356,27 @@ def expand_spec(spec, topo, where, entry):
         smt = spec.get("smt", False)
         if spec.get("id") and len(spec[kind]) > 1:
             raise ConfigError(where, entry + ".id", f"an explicit id needs a single placement, but {kind} lists {len(spec[kind])} thread counts")
+        cores = len(topo.cores(smt))
+        unit = "CPUs" if smt or not topo.siblings else "cores (smt: true counts every hardware thread)"
         for count in spec[kind]:
             t = resolve_count(count, topo, smt)
-            if t > len(topo.cores(smt)):
-                raise ConfigError(where, f"{entry}.{kind}", f"{t} threads but platform {topo.name} "
-                                  f"has {len(topo.cores(smt))} {'CPUs' if smt or not topo.siblings else 'cores'}")
+            k = per_node(count)
+            if t > cores or (k and any(len(topo.node_cpus(n, smt)) < k for n in topo.cpu_nodes)):
+                if isinstance(count, int):
+                    raise ConfigError(where, f"{entry}.{kind}", f"{t} threads but platform {topo.name} has {cores} {unit}")
+                out.append(NotApplicable(f"{kind} {count} needs {t} threads, {k or t} on a node; platform "
+                                         f"{topo.name} has {cores} {unit.split(' (')[0]}"))
+                continue
             if kind == "spread" and len(topo.cpu_nodes) == 1:
                 out.append(NotApplicable(f"1 NUMA node: spread {count} would be compact {count}"))
                 continue
+            cpus = ([c for n in topo.cpu_nodes for c in topo.node_cpus(n, smt)[:k]] if k
+                    else gen(t, topo, smt))
+            if kind == "spread" and not k and set(cpus) == set(compact(t, topo, smt)):
+                out.append(NotApplicable(f"spread {count} runs on the same CPUs as compact {count} here"))
+                continue
             shape = f"{kind} {count}" + (f" ({t})" if not isinstance(count, int) else "") + (" smt" if smt else "")
-            out.append((gen(t, topo, smt), shape, spec.get("id")))
+            out.append((cpus, shape, spec.get("id")))
     out = [o if isinstance(o, NotApplicable) or len(o) == 4 else (*o, 0) for o in out]
     if "threads" in spec:
         for cpus, shape, _, team in (o for o in out if not isinstance(o, NotApplicable)):
@@ -419,10 +439,10 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
                 try:
                     mems = [cell_memory] if cell_memory else Memory.resolve(mspec, thread_nodes, topo, where, mem_entry)
                 except NotApplicable as why:
-                    skip(f"{mem_entry} for {shape}", why)
+                    skip(f"{mem_entry if exp.get('memory') else entry + ' memory[' + str(j) + ']'} for {shape}", why)
                     continue
                 for mem, binding in itertools.product(mems, cell_bindings):
-                    if pid and (len(memories) > 1 or len(bindings) > 1):
+                    if pid and (len(memories) > 1 or len(bindings) > 1 or len(mems) > 1):
                         raise ConfigError(where, e + ".id", "an explicit id needs a single placement, "
                                           "but the experiment lists several memory policies or bindings")
                     p = finish(cpus, mem, binding, launcher_name, shape, topo, pid, team)

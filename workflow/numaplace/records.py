@@ -217,8 +217,11 @@ def set_aside(rundir):
     else:
         import datetime as dt
         dest = _new_dir(rundir / "interrupted" / dt.datetime.now().strftime("%Y%m%dT%H%M%S"))
-    for p in leftovers:
-        target = dest / names.get(p.name, p.name)
+    # every name in the attempt is a free one (an earlier restore_kept may have left a
+    # record.unreadable.json that record.json is renamed to): nothing is overwritten; the
+    # attempt's record takes record.json first
+    for p in sorted(leftovers, key=lambda p: names.get(p.name, p.name) != "record.json"):
+        target = _free_name(dest / names.get(p.name, p.name))
         if p.name == "record.json" and target.name == "record.json":
             try:               # Snakemake write-protects finished records
                 os.chmod(p, p.stat().st_mode | stat.S_IWUSR)
@@ -233,8 +236,12 @@ def keep_records(results_dir):
     (records written before KEPT existed, or whose KEPT was removed), so that a record
     Snakemake deletes to run its job again (--forcerun, or as root) is still set aside
     as an attempt by the run that replaces it. Called as a workflow starts, before
-    Snakemake removes any output. Returns the records linked; one that cannot be (another
-    user's, a read-only disk) is left as it is: Snakemake cannot remove it either."""
+    Snakemake removes any output. A KEPT that is another file than record.json (record.json
+    rewritten as a new file: an editor, a copy from a backup) is moved aside under a free
+    name (record.kept-2.json, ...) and record.json linked as KEPT, so that both are kept;
+    unless record.json does not read while KEPT does: restore_kept's case, left to it.
+    Returns the records linked; one that cannot be (another user's, a read-only disk) is
+    left as it is: Snakemake cannot remove it either."""
     linked = []
     runs = Path(results_dir) / "runs"
     if not runs.is_dir():
@@ -242,14 +249,31 @@ def keep_records(results_dir):
     for entry in os.scandir(runs):
         record = Path(entry.path) / "record.json"
         kept = record.parent / KEPT
-        if os.path.lexists(kept) or not record.exists():
+        if not record.exists():
             continue
         try:
+            if os.path.lexists(kept):
+                if _same_file(record, kept) or (not _reads(record) and _reads(kept)):
+                    continue
+                _move_aside(kept)
             os.link(record, kept)
             linked.append(record)
         except OSError:
             pass
     return linked
+
+
+def _move_aside(path):
+    """Rename path to the first free name _free_name gives beside it, never overwriting
+    (a hard link made first, which fails on a taken name, then path unlinked)."""
+    while True:
+        try:
+            os.link(path, aside := _free_name(path), follow_symlinks=False)
+            break
+        except FileExistsError:
+            continue
+    os.unlink(path)
+    return aside
 
 
 def restore_kept(rundir):

@@ -77,9 +77,12 @@ def _cost(r):
     return _pct(r["improvement_pct"])
 
 
-def answer_rows(best_worst):
+def answer_rows(best_worst, summary=None):
     """One line per (kernel, class, variant, threads): best and worst placement, the cost
-    of the wrong choice, whether it is beyond run-to-run noise, and drift flags."""
+    of the wrong choice, whether it is beyond run-to-run noise, and drift flags. Best and
+    worst on the same CPUs with the same memory are marked as a binding difference."""
+    from .answer import same_cpus_and_memory
+    desc = {} if summary is None else {r["placement_id"]: r for r in summary.to_dict("records")}
     rows = []
     for _, r in best_worst.iterrows():
         if r["best_placement_id"] == r["worst_placement_id"]:
@@ -88,16 +91,18 @@ def answer_rows(best_worst):
             str(r["differs"]), str(r["differs"]))
         rows.append({"case": f"{str(r['bench']).upper()} class {r['class']} · {r['variant']} · "
                              f"{r['threads']} thread{'s' if int(r['threads']) != 1 else ''}",
-                     "best": r["best_placement"], "worst": r["worst_placement"], "cost": _cost(r),
+                     "best": r["best_placement"], "worst": r["worst_placement"],
+                     "cost": _cost(r) + (" (same CPUs and memory: binding only, not a placement effect)"
+                                         if same_cpus_and_memory(r, desc) else ""),
                      "noise": noise, "drift": "rests on drifted runs" if _truthy(r["rests_on_drift"]) else ""})
     return rows
 
 
-def answer_markdown(best_worst, manifest, lines=(), npb=True):
+def answer_markdown(best_worst, manifest, lines=(), npb=True, summary=None):
     out = ["## The answer", ""] + [f"- {line}" for line in lines] + ([""] if lines else [])
     if not npb:
         return out
-    rows = answer_rows(best_worst)
+    rows = answer_rows(best_worst, summary)
     if not rows:
         return out + ["No comparison yet: no kernel/class/variant/thread count has two placements with an ok run.", ""]
     out += ["Per kernel, class, variant and thread count: the best and the worst placement by median "
@@ -189,7 +194,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     if description:
         out += [description, ""]
     out += _facts_markdown(runs, current, summary)
-    out += answer_markdown(bw, manifest, answer, npb)
+    out += answer_markdown(bw, manifest, answer, npb, summary)
     if not npb:
         out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
     out += _status_markdown(runs)
@@ -435,6 +440,9 @@ def build_html(out, snakefile, configfiles=(), targets=(), workdir=".", tables_d
         files = [str(answer)] + files            # the study file stays the last one
     if files:
         cmd += ["--configfile", *files]
+    # with this process's environment: inside a workflow NUMAPLACE_FROZEN_STUDY makes the
+    # nested Snakemake read the study as the workflow read it (numaplace.frozen), not the
+    # study file, which may have been edited since
     r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
     sys.stderr.write(shlex.join(cmd) + "\n" + r.stdout + r.stderr)     # the rule's log
     if r.returncode != 0 or not Path(workdir, out).exists():

@@ -168,7 +168,7 @@ class Study:
         """This machine's speed against the reference machine's (read bandwidth), for the
         estimate; 1 for a named platform (planned elsewhere: nothing to measure)."""
         if "_speed" not in self.__dict__:
-            self._speed = (budget.read_bandwidth() / budget.REF_READ_GBS
+            self._speed = (budget.machine_speed(Path("results") / self.name)
                            if setting("platform", self.config) == "auto" else 1.0)
         return self._speed
 
@@ -199,15 +199,19 @@ class Study:
             else:
                 reps = {e["name"]: setting("repetitions", c, e) for e in exps}
                 if max(reps.values()) <= 3:
-                    raise ConfigError(self.where, "budget", f"{text}: even class A with 3 repetitions is "
+                    raise ConfigError(self.where, "budget", f"{text}: even class A with at most 3 repetitions is "
                                       f"estimated at {budget.format_duration(self.estimate().total)}; "
                                       "raise the budget or leave experiments out")
-                for e in exps:
-                    e["repetitions"] = max(3, reps[e["name"]] - 1)
-                steps.append("one repetition fewer (not below 3)")
+                for e in exps:                  # never below 3, and never up to 3 from fewer
+                    if reps[e["name"]] > 3:
+                        e["repetitions"] = reps[e["name"]] - 1
+                steps.append("one repetition fewer")
             self.runs = self._expand()
         if steps:
-            self.budget_notes.append(f"budget {text}: estimated {budget.format_duration(first)}, over it; "
+            fewer = steps.count("one repetition fewer")
+            steps = [x for x in steps if x != "one repetition fewer"] + \
+                ([f"{fewer} repetition{'s' if fewer > 1 else ''} fewer where there were more than 3"] if fewer else [])
+            self.budget_notes.append(f"budget {text}: estimated {budget.format_duration(first)} before; "
                                      f"dropped: {'; '.join(steps)}; now {budget.format_duration(self.estimate().total)}")
 
     # -- builds --------------------------------------------------------------------

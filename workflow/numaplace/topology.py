@@ -185,8 +185,15 @@ def load_platform(path, limits=None):
         _check_matrix(dist, len(nodes), where, "distances" if data.get("distances") is not None else "hops")
     cluster = data.get("cluster", {}) or {}
     _check_cluster(cluster, nodes, where)
+    siblings = {}
+    for i, text in enumerate(data.get("smt_siblings") or []):
+        sib = tuple(parse_cpulist(text, where, f"smt_siblings[{i}]"))
+        unknown = [c for c in sib if c not in seen]
+        if unknown:
+            raise ConfigError(where, f"smt_siblings[{i}]", f"CPU {format_cpulist(unknown)} is in no node")
+        siblings.update({c: sib for c in sib} if len(sib) > 1 else {})
     return Topology(data["name"], nodes, mem, dist, data.get("launcher", "numactl"),
-                    data.get("description", ""), cluster)
+                    data.get("description", ""), cluster, siblings)
 
 
 def _check_matrix(dist, n, where, key):

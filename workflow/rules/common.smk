@@ -10,11 +10,11 @@ from pathlib import Path
 from numaplace import ConfigError
 from numaplace import cluster
 from numaplace.artifacts import ANSWER_FILE, FIGURES, TABLES as TABLE_NAMES
+from numaplace.frozen import changed_note, freeze, read_study
 from numaplace.guard import hold_study
 from numaplace.kinds import wildcard_constraints
 from numaplace.loader import refusal
 from numaplace.records import keep_records, workflow_outcome
-from numaplace.study import load_study_file
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
 # `numaplace` command sits beside this interpreter: put that first on PATH so the jobs and
@@ -55,7 +55,9 @@ try:
     else:
         _STUDY_FILE = str(Path(workflow.basedir) / "config" / "config.yaml")
         _REPORT_CONFIGFILES = []
-    STUDY = load_study_file(_STUDY_FILE, Path(workflow.basedir) / "config")
+    # every process of a workflow reads the version its start read (numaplace.frozen:
+    # frozen at onstart, named to the jobs and the nested report by NUMAPLACE_FROZEN_STUDY)
+    STUDY, _STUDY_READ = read_study(_STUDY_FILE, Path(workflow.basedir) / "config")
 except ConfigError as e:
     _refuse(e)
 
@@ -120,11 +122,14 @@ def builds_requested():
 
 
 _HELD = []      # the study's workflow lock (numaplace.guard.hold_study), held until exit
+_FROZEN = []    # results/<study>/study.frozen.yaml, once written (numaplace.frozen.freeze)
 
 
 def start_of_workflow():
     """Before any job (onstart): refuse when another workflow, from another checkout
-    sharing results/, works on this study; give every record its second name (keep_records)."""
+    sharing results/, works on this study; freeze the study as read (numaplace.frozen:
+    results/<study>/study.frozen.yaml, which every job reads); give every record its
+    second name (keep_records)."""
     fd, holder = hold_study(RESULTS)
     if fd is None:
         sys.stderr.write(f"numaplace: {RESULTS} is in use by another workflow ({holder}); one workflow "
@@ -132,6 +137,12 @@ def start_of_workflow():
                          f"again when that one has ended\n")
         sys.exit(1)          # Snakemake releases its own lock on the way out
     _HELD.append(fd)
+    try:
+        _FROZEN.append(freeze(_STUDY_READ, RESULTS))     # the study as read, for every job from now on
+    except OSError as e:
+        sys.stderr.write(f"numaplace: cannot keep the study as read in {RESULTS} ({e.strerror or e}); "
+                         f"nothing was run\n")
+        sys.exit(1)
     keep_records(RESULTS)
     from snakemake.logging import logger
     for line in STUDY.plan_summary():        # runs, classes, estimated time, what is left out
@@ -140,9 +151,11 @@ def start_of_workflow():
 
 def end_of_workflow(completed=True):
     """The workflow's last lines (onsuccess, onerror): how many runs failed and where to
-    read why, which builds failed and their logs (numaplace.records.workflow_outcome). A
-    study whose builds failed, or none of whose runs succeeded, exits non-zero although
-    every job "succeeded": the records of those runs are data, kept and reported."""
+    read why, which builds failed and their logs (numaplace.records.workflow_outcome);
+    whether the study file was edited meanwhile (the workflow followed its frozen copy:
+    numaplace.frozen.changed_note). A study whose builds failed, or none of whose runs
+    succeeded, exits non-zero although every job "succeeded": the records of those runs
+    are data, kept and reported."""
     from snakemake.logging import logger
 
     answer = Path(REPORT_DIR) / ANSWER_FILE        # written with summary.md
@@ -150,6 +163,9 @@ def end_of_workflow(completed=True):
         logger.info(f"numaplace: the answer (report: {REPORT_HTML}; summary: {SUMMARY_MD}):")
         for line in answer.read_text().splitlines():
             logger.info(f"  {line}")
+    changed = _FROZEN and changed_note(_STUDY_READ, STUDY.name, RESULTS)   # edited while this ran
+    if changed:
+        logger.warning(changed)
     lines, failed = workflow_outcome(STUDY.name, RECORDS, BUILDS, REPORT_DIR,
                                      runs_made=runs_requested(), builds_made=builds_requested())
     say = logger.warning if failed or any(" failed" in line for line in lines) else logger.info
