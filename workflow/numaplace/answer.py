@@ -124,11 +124,60 @@ def _cost(r, ci):
     return f"{r['improvement_pct']:.0f} %" + (f" [95 % CI {ci[0]:.0f} to {ci[1]:.0f} %]" if ci else "")
 
 
+def serial_init_lines(summary, runs):
+    """Per kernel and class: what serial initialisation (every page first written by the
+    master thread) costs against NPB's parallel first touch on the same placement, where
+    both were measured; the placement where it costs most."""
+    out = []
+    if summary is None or not len(summary) or "variant" not in summary:
+        return out
+    ok = summary[summary["n"].fillna(0) > 0]
+    keys = ["bench", "class", "threads", "placement_id"]
+    pairs = ok[ok["variant"] == "default"].merge(ok[ok["variant"] == "serial-init"], on=keys,
+                                                   suffixes=("_par", "_ser"))
+    if not len(pairs):
+        return out
+    # time saved by parallel first touch, relative to serial-init: from Mop/s where NPB
+    # printed it (its timer's full precision), else from the printed times
+    by_mops = (pairs["mops_median_par"] > 0) & (pairs["mops_median_ser"] > 0)
+    pairs = pairs.assign(cost=np.where(by_mops, 100 * (1 - pairs["mops_median_ser"] / pairs["mops_median_par"]),
+                                       100 * (1 - pairs["time_median_s_par"] / pairs["time_median_s_ser"])))
+    pairs = pairs[pairs["cost"].notna()]
+    from .cpulist import parse_cpulist
+    # on one node serial initialisation puts the pages where first touch does: no effect
+    pairs = pairs.assign(spans=[len(parse_cpulist(str(x).split(" on ")[-1])) > 1 for x in pairs["layout_par"]])
+    for (bench, cls), g in pairs.groupby(["bench", "class"], sort=True):
+        if not g["spans"].any():
+            out.append(f"{str(bench).upper()} class {cls}: serial initialisation vs parallel first touch: no effect "
+                       "to show: every placement measured with both runs on one NUMA node, where both put the "
+                       "pages alike")
+            continue
+        r = g[g["spans"]].sort_values("cost", ascending=False).iloc[0]
+        key = {"bench": bench, "class": cls, "threads": r["threads"]}
+        par = _group(runs, {**key, "variant": "default"}, r["placement_id"])
+        ser = _group(runs, {**key, "variant": "serial-init"}, r["placement_id"])
+        rate = (lambda g: list(g["mops"])) if par["mops"].notna().all() and ser["mops"].notna().all() \
+            else (lambda g: list(1 / g["npb_time_s"]))
+        ci = cost_interval(rate(par), rate(ser))
+        sign = 1 if r["cost"] >= 0 else -1          # "saves" says the negated cost and interval
+        if ci and sign < 0:
+            ci = (-ci[1], -ci[0])
+        cost = f"{sign * r['cost']:.0f} %" + (f" [95 % CI {ci[0]:.0f} to {ci[1]:.0f} %]" if ci else "")
+        beyond = ("beyond noise" if min(len(par), len(ser)) >= 2 and
+                  (r["time_max_s_par"] < r["time_min_s_ser"] or r["time_max_s_ser"] < r["time_min_s_par"])
+                  else "within noise" if min(len(par), len(ser)) >= 2 else "too few runs to tell")
+        out.append(f"{str(bench).upper()} class {cls}: serial initialisation (every page on the master's node) "
+                   f"{'costs' if sign > 0 else 'saves'} {cost} against parallel first touch on "
+                   f"{r['placement_par']} ({r['time_median_s_ser']:.3g} s vs {r['time_median_s_par']:.3g} s), {beyond}")
+    return out
+
+
 def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
     lines = [machine_line(tables.get("memory_matrix"), topology)]
     ks = kernel_lines(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
     npb = tables.get("runs")
+    lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
     if ks:
         lines += ks
     elif npb is not None and len(npb) and npb["bench"].isin(["cg", "mg"]).any():

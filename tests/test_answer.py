@@ -1,0 +1,40 @@
+"""The answer's lines (numaplace.answer) on real records of the 4-node NUMA VM: serial
+initialisation against first touch on the same placement, said with its interval and
+noise verdict; on one node, never shown as an effect; the machine line from a matrix."""
+from pathlib import Path
+
+import pandas as pd
+
+from numaplace.aggregate import build_tables
+from numaplace.answer import machine_line, serial_init_lines
+
+VM = Path(__file__).parent / "fixtures" / "real" / "vm"
+
+
+def test_serial_init_cost_on_the_same_placement_with_its_interval():
+    t = build_tables(VM)
+    cg, mg = serial_init_lines(t["summary"], t["runs"])
+    assert cg.startswith("CG class W: serial initialisation (every page on the master's node) saves 7 % [95 % CI ")
+    assert cg.endswith("against parallel first touch on 1/1 on 0,3 · pinned threads (2.19 s vs 2.34 s), within noise")
+    assert mg.startswith("MG class W: serial initialisation (every page on the master's node) costs 7 % [95 % CI ")
+
+
+def test_serial_init_on_one_node_is_no_effect():
+    t = build_tables(VM)
+    one = t["summary"].assign(layout="2 on 0")           # as if both variants ran on one node
+    lines = serial_init_lines(one, t["runs"])
+    assert lines == [f"{k} class W: serial initialisation vs parallel first touch: no effect to show: every "
+                     "placement measured with both runs on one NUMA node, where both put the pages alike"
+                     for k in ("CG", "MG")]
+
+
+def test_machine_line_from_the_matrix_beside_slit():
+    matrix = pd.DataFrame([
+        {"bench": "memlat", "mode": "", "via": "first-touch", "size_bytes": 1 << 28, "reader_node": r, "memory_node": m,
+         "median": 100.0 if r == m else 150.0} for r in (0, 1) for m in (0, 1)] + [
+        {"bench": "membw", "mode": "serial", "via": "first-touch", "size_bytes": 1 << 28, "reader_node": r,
+         "memory_node": m, "median": 10000.0 if r == m else 6000.0} for r in (0, 1) for m in (0, 1)])
+    topo = {"nodes": {"0": "0-7", "1": "8-15"}, "distances": [[10, 21], [21, 10]]}
+    assert machine_line(matrix, topo) == ("machine: 2 NUMA nodes · latency local 100 ns, remote 150 ns (1.50x) · "
+                                          "read bandwidth local 10 GB/s, remote 6 GB/s (0.60x) · SLIT remote/local 2.10x")
+    assert machine_line(None, {"nodes": {"0": "0-1"}}).startswith("machine: 1 NUMA node; no memory matrix measured")
