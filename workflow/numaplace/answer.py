@@ -65,13 +65,12 @@ def _group(runs, key, placement_id):
                 & (runs["threads"] == key["threads"]) & runs["current"].astype(bool) & (runs["status"] == "ok")]
 
 
-def _rates(runs, r):
-    """Rates of the best and the worst placement's current ok runs, in one unit for both:
-    Mop/s where every run has it, else 1 / time."""
-    bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
-    if bg["mops"].notna().all() and wg["mops"].notna().all():
-        return list(bg["mops"]), list(wg["mops"]), bg, wg
-    return list(1 / bg["npb_time_s"].dropna()), list(1 / wg["npb_time_s"].dropna()), bg, wg
+def _rates(a, b):
+    """The rates of two groups of current ok runs, in one unit for both: Mop/s where every
+    run has it, else 1 / time."""
+    if a["mops"].notna().all() and b["mops"].notna().all():
+        return list(a["mops"]), list(b["mops"])
+    return list(1 / a["npb_time_s"].dropna()), list(1 / b["npb_time_s"].dropna())
 
 
 def same_cpus_and_memory(r, desc):
@@ -108,7 +107,8 @@ def kernel_lines(best_worst, summary, runs):
                        f"memory, only the binding or the launcher differs ({r['best_placement']} / "
                        f"{r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
             continue
-        bm, wm, bg, wg = _rates(runs, r)
+        bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
+        bm, wm = _rates(bg, wg)
         shared = int(pd.concat([bg, wg])["shared_cpus"].astype(bool).sum()) if "shared_cpus" in runs else 0
         flags = f"; {shared} of these runs shared their CPUs with other load" if shared else ""
         drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
@@ -156,9 +156,7 @@ def serial_init_lines(summary, runs):
         key = {"bench": bench, "class": cls, "threads": r["threads"]}
         par = _group(runs, {**key, "variant": "default"}, r["placement_id"])
         ser = _group(runs, {**key, "variant": "serial-init"}, r["placement_id"])
-        rate = (lambda g: list(g["mops"])) if par["mops"].notna().all() and ser["mops"].notna().all() \
-            else (lambda g: list(1 / g["npb_time_s"]))
-        ci = cost_interval(rate(par), rate(ser))
+        ci = cost_interval(*_rates(par, ser))
         sign = 1 if r["cost"] >= 0 else -1          # "saves" says the negated cost and interval
         if ci and sign < 0:
             ci = (-ci[1], -ci[0])

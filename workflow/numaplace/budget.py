@@ -132,17 +132,15 @@ def step_down(classes):
     return {top: lower}
 
 
-def node_free_mb(node, topo, sysfs="/sys/devices/system/node"):
-    """Free memory of a node: MemFree from sysfs on this machine (platform auto), else the
-    platform file's memory_mb."""
-    from pathlib import Path
+def free_mb(topo):
+    """Free memory per node: MemFree on this machine (platform auto, system.free_mb_by_node),
+    else the platform file's memory_mb."""
     if topo.name == "auto":
-        f = Path(sysfs) / f"node{node}" / "meminfo"
-        if f.exists():
-            m = re.search(r"MemFree:\s+(\d+) kB", f.read_text())
-            if m:
-                return int(m.group(1)) // 1024
-    return topo.memory_mb.get(node)
+        from .system import free_mb_by_node
+        free = {int(n): mb for n, mb in free_mb_by_node().items()}
+        if free:
+            return free
+    return dict(topo.memory_mb)
 
 
 def memory_warnings(runs, topo):
@@ -150,6 +148,7 @@ def memory_warnings(runs, topo):
     whole working set on the master's node, a membind run on its nodes, a first-touch run a
     share on each of its threads' nodes."""
     out, seen = [], set()
+    free_by_node = free_mb(topo)                          # read once, not per run
     for r in runs:
         ws = WORKING_SET_MB.get((r.bench, r.cls))
         if ws is None:
@@ -162,7 +161,7 @@ def memory_warnings(runs, topo):
         else:
             where = {n: ws * k / p.threads for n, k in zip(p.nodes, p.layout)}
         for node, need in where.items():
-            free = node_free_mb(node, topo)
+            free = free_by_node.get(node)
             key = (r.bench, r.cls, r.variant, node)
             if free is not None and need > free and key not in seen:
                 seen.add(key)

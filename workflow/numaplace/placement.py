@@ -306,7 +306,7 @@ def expand_spec(spec, topo, where, entry):
         if bad:
             raise ConfigError(where, entry + ".cpus", f"CPU {format_cpulist(bad)} is not in platform "
                               f"{topo.name} (CPUs {format_cpulist(topo.cpus)})")
-        out.append((cpus, "cpus " + format_cpulist(cpus), spec.get("id")))
+        out.append((cpus, "cpus " + format_cpulist(cpus), spec.get("id"), 0))
     elif "layout" in spec:
         counts = [int(x) for x in spec["layout"].split("/")]
         if 0 in counts:
@@ -325,7 +325,7 @@ def expand_spec(spec, topo, where, entry):
             for ch in choices:
                 ns, ks = [n for n, _ in ch], [k for _, k in ch]
                 cpus = _layout_cpus(ks, ns, topo, where, entry)
-                out.append((cpus, f"{'/'.join(map(str, ks))} on {','.join(map(str, ns))}", spec.get("id")))
+                out.append((cpus, f"{'/'.join(map(str, ks))} on {','.join(map(str, ns))}", spec.get("id"), 0))
         else:
             nodes = nodes if isinstance(nodes, list) else parse_cpulist(nodes, where, entry + ".nodes")
             if len(nodes) != len(counts):
@@ -339,7 +339,7 @@ def expand_spec(spec, topo, where, entry):
                 shape = f"{'/'.join(str(k) for _, k in pairs)} on {','.join(str(n) for n, _ in pairs)}"
             else:
                 shape = f"{spec['layout']} on {format_cpulist(nodes)}"
-            out.append((cpus, shape, spec.get("id")))
+            out.append((cpus, shape, spec.get("id"), 0))
     elif "unpinned" in spec:
         # Porterfield's baseline: t threads in a mask of every CPU; the OS places them
         every = sorted(topo.cpus)
@@ -376,8 +376,7 @@ def expand_spec(spec, topo, where, entry):
                 out.append(NotApplicable(f"spread {count} runs on the same CPUs as compact {count} here"))
                 continue
             shape = f"{kind} {count}" + (f" ({t})" if not isinstance(count, int) else "") + (" smt" if smt else "")
-            out.append((cpus, shape, spec.get("id")))
-    out = [o if isinstance(o, NotApplicable) or len(o) == 4 else (*o, 0) for o in out]
+            out.append((cpus, shape, spec.get("id"), 0))
     if "threads" in spec:
         for cpus, shape, _, team in (o for o in out if not isinstance(o, NotApplicable)):
             if (team or len(cpus)) != spec["threads"]:
