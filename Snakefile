@@ -25,7 +25,7 @@ include: "workflow/rules/report.smk"
 
 
 # Before any job (common.smk: start_of_workflow): no other workflow on this study, from
-# another checkout sharing results/; every record gets its second name (numaplace.records.
+# another checkout sharing results/; every record gets its second name (numaplace.record.store.
 # keep_records), so that one Snakemake deletes to run it again (--forcerun; as root write
 # protection does not stop it) is set aside as an attempt by the run that replaces it. At
 # the end: how many runs failed, which builds failed (their logs); a study whose builds

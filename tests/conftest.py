@@ -44,11 +44,11 @@ def repo():
 @pytest.fixture(scope="session")
 def npb_build(tmp_path_factory):
     """npb_build(bench, cls, variant="default", settings=None) → Path of a binary built by
-    numaplace.build.build from a copy of npb/src in a session temp dir (npb/src itself is
+    numaplace.build.tree.build from a copy of npb/src in a session temp dir (npb/src itself is
     not touched); each (bench, class, variant, settings) is built once per session."""
     if not shutil.which("make") or not shutil.which("gfortran"):
         need_rig("make/gfortran not installed: cannot build NPB binaries (bash .ci/setup installs them)")
-    from numaplace.build import build
+    from numaplace.build.tree import build
     root = tmp_path_factory.mktemp("npb-build")
     built = {}
 
@@ -176,9 +176,9 @@ def nasa_npb():
 
 @pytest.fixture(scope="session")
 def official_build(nasa_npb, tmp_path_factory):
-    """(release, bench, cls, variant) → binary, built by numaplace.build.build from
+    """(release, bench, cls, variant) → binary, built by numaplace.build.tree.build from
     NASA's tarball as a study would (one tree per variant, shared source folder)."""
-    from numaplace.build import build
+    from numaplace.build.tree import build
     root = tmp_path_factory.mktemp("nasa-build")
     built = {}
 
@@ -202,11 +202,122 @@ def official_build(nasa_npb, tmp_path_factory):
 # -- the reference study's platforms, and one experiment expanded on them ---------------
 @pytest.fixture(scope="session")
 def platforms():
-    from numaplace.topology import load_platform
+    from numaplace.machine.topology import load_platform
     return {n: load_platform(REPO / "config" / "platforms" / f"{n}.yaml")
             for n in ("x4600", "magny-cours", "nehalem")}
 
 
 def expand(topo, exp, defaults=None):
-    from numaplace.placement import expand_experiment
+    from numaplace.plan.expand import expand_experiment
     return expand_experiment({"name": "t", **exp}, defaults or {}, topo, "study.yaml", "experiments[0]")
+
+
+# -- speed classes: every test is exactly one of unit, workflow, rig (tests/MARKERS.md) ----
+#   pytest -m unit          the fast loop (pure logic, < ~1 s each, under a minute in all)
+#   pytest -m workflow      runs Snakemake or the numaplace command, or builds binaries
+#   pytest -m rig           needs a real rig (NUMA VM, Slurm/Torque, NASA's tarballs,
+#                           valgrind, Chromium, root to drop to user nobody)
+#   pytest -m "not rig"     what a developer's machine can run
+# The first rule that holds decides (first match wins):
+#   0. the test (or its module: `pytestmark = pytest.mark.workflow`) declares one: kept;
+#   1. rig       its module is in RIG_MODULES, or it uses a fixture in RIG_FIXTURES, or it
+#                reaches a function in RIG_CALLS;
+#   2. workflow  its module is in WORKFLOW_MODULES, or it uses a fixture in
+#                WORKFLOW_FIXTURES, or it reaches a function in WORKFLOW_CALLS or a command
+#                word in WORKFLOW_COMMANDS, or it is in SLOW_TESTS;
+#   3. unit      otherwise.
+# "Uses a fixture" counts the fixtures' own fixtures. "Reaches": the code of the test, of a
+# fixture it uses, or of a function of tests/ that these call (followed by name) names the
+# function, or holds the command word as a string of its own, as in
+# [sys.executable, "-m", "snakemake", ...] or ["make", "CG", "CLASS=S"].
+CLASSES = {
+    "unit": "pure logic: no Snakemake, no numaplace command, no build beyond cached ones, "
+            "no rig; under ~1 s each (pytest -m unit is the fast loop)",
+    "workflow": "runs Snakemake or the numaplace command, or builds NPB/microbench binaries",
+    "rig": "needs a real rig: the NUMA VM, Slurm and its Torque wrappers, NASA's NPB tarballs, "
+           "valgrind, Chromium, or root to run as user nobody",
+}
+RIG_MODULES = {"test_numa_vm", "test_numa_vm_system", "test_memory_numa_vm"}
+RIG_FIXTURES = {"slurm", "nasa_npb", "official_build"}
+RIG_CALLS = {"find_chromium",          # tests/browser/cdp.py: a real Chromium
+             "_as_nobody"}             # test_system.py: root, to drop to user nobody
+WORKFLOW_MODULES = {"test_workflow", "test_faults", "test_memory_workflow"}
+WORKFLOW_FIXTURES = {"npb_build", "numaplace_wheel", "microbench"}
+WORKFLOW_CALLS = {"run_snakemake", "copy_workflow", "snakemake",
+                  "make_figures"}      # every figure of a study, drawn by matplotlib: seconds
+WORKFLOW_COMMANDS = {"snakemake", "numaplace", "make"}
+# run no command, yet measured at over ~1 s each on this 2-core machine ("file.py::name";
+# better declared in the test file itself with @pytest.mark.workflow)
+SLOW_TESTS = {"test_report.py::test_figures_survive_long_labels",
+              "test_numa_maps.py::test_sampler_sees_a_child_footprint_and_threads"}
+
+
+def pytest_configure(config):
+    for name, what in CLASSES.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+
+
+def _reached(code, func_globals, seen):
+    """(names, strings) in code and its nested code, and in the code of the functions
+    defined under tests/ that it names (followed through their module's globals)."""
+    names, strings = set(), set()
+    if code in seen:
+        return names, strings
+    seen.add(code)
+    names |= set(code.co_names)
+    consts = list(code.co_consts)
+    while consts:
+        const = consts.pop()
+        if isinstance(const, str):
+            strings.add(const)
+        elif isinstance(const, (tuple, frozenset)):
+            consts.extend(const)
+        elif hasattr(const, "co_names"):
+            n, s = _reached(const, func_globals, seen)
+            names |= n
+            strings |= s
+    for name in code.co_names:
+        called = func_globals.get(name)
+        inner = getattr(called, "__code__", None)
+        if inner is not None and Path(inner.co_filename).is_relative_to(REPO / "tests"):
+            n, s = _reached(inner, called.__globals__, seen)
+            names |= n
+            strings |= s
+    return names, strings
+
+
+def _reached_by(item):
+    """_reached from the test function and from every fixture it uses."""
+    funcs = [getattr(item, "function", None)]
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        funcs += [d.func for d in defs]
+    seen, names, strings = set(), set(), set()
+    for f in funcs:
+        f = getattr(f, "__wrapped__", f)
+        if getattr(f, "__code__", None) is not None:
+            n, s = _reached(f.__code__, f.__globals__, seen)
+            names |= n
+            strings |= s
+    return names, strings
+
+
+def speed_class(item):
+    """unit, workflow or rig, by the rules above (a class the test declares wins)."""
+    declared = [m for m in CLASSES if item.get_closest_marker(m)]
+    if declared:
+        return declared[0]
+    module = item.path.stem
+    fixtures = set(item.fixturenames)
+    names, strings = _reached_by(item)
+    if module in RIG_MODULES or fixtures & RIG_FIXTURES or names & RIG_CALLS:
+        return "rig"
+    if (module in WORKFLOW_MODULES or fixtures & WORKFLOW_FIXTURES or names & WORKFLOW_CALLS
+            or strings & WORKFLOW_COMMANDS or f"{item.path.name}::{item.originalname}" in SLOW_TESTS):
+        return "workflow"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not any(item.get_closest_marker(m) for m in CLASSES):
+            item.add_marker(speed_class(item))

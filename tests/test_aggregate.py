@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numaplace import aggregate
-from numaplace.aggregate import build_tables, mann_whitney_p, read_tables, write_tables
+from numaplace.tables import aggregate
+from numaplace.tables.aggregate import build_tables, mann_whitney_p, read_tables, write_tables
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records" / "results" / "fixture"
 PLAN = FIXTURE / "plan.tsv"
@@ -216,7 +216,7 @@ def test_unreadable_record_is_named_not_skipped(tmp_path):
     row = runs[runs["status"] == "unreadable"].iloc[0]
     assert row["run_id"] == "cg.A.default.broken.r1" and row["record"] == str(broken)
     assert str(broken) in row["reason"] and "retry-failed" in row["reason"]
-    from numaplace.records import set_aside_failed
+    from numaplace.record.store import set_aside_failed
     assert set_aside_failed(tmp_path, ["unreadable"]) == [("cg.A.default.broken.r1", "unreadable")]
     assert (broken.parent / "attempts" / "1" / "record.json").read_text() == "{not json"
 
@@ -256,7 +256,7 @@ def test_steady_sample_that_is_the_peak_has_its_pages(tmp_path):
     """The sampler writes no numa_maps.steady.txt when the steady sample is the peak one
     (a run whose footprint only grew, then settled): its pages come from the peak file
     (older records) or from the capture summary's data_pages (records since)."""
-    from numaplace.numa_maps import parse, summarize
+    from numaplace.run.numa_maps import parse, summarize
     line = "7f00 default anon=300 dirty=300 N0=200 N1=100 kernelpagesize_kB=64\n"
     rundir = tmp_path / "runs" / "r1"
     rundir.mkdir(parents=True)

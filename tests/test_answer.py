@@ -1,12 +1,12 @@
-"""The answer's lines (numaplace.answer) on real records of the 4-node NUMA VM: serial
+"""The answer's lines (numaplace.report.answer) on real records of the 4-node NUMA VM: serial
 initialisation against first touch on the same placement, said with its interval and
 noise verdict; on one node, never shown as an effect; the machine line from a matrix."""
 from pathlib import Path
 
 import pandas as pd
 
-from numaplace.aggregate import build_tables
-from numaplace.answer import machine_line, serial_init_lines
+from numaplace.tables.aggregate import build_tables
+from numaplace.report.answer import machine_line, serial_init_lines
 
 VM = Path(__file__).parent / "fixtures" / "real" / "vm"
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from numaplace import ConfigError
-from numaplace.fidelity import judge
-from numaplace.launch import command
-from numaplace.study import Study, load_study_file
+from numaplace.judge.fidelity import judge
+from numaplace.plan.launch import command
+from numaplace.plan.study import Study, load_study_file
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,7 +92,7 @@ def test_runner_under_aprun_records_what_it_can(npb_build, tmp_path, monkeypatch
     """A stand-in aprun (drops its options, runs the binary) on PATH: the record has
     the aprun argv, NPB's report and exit status, the batch job's ids; no numa_maps or
     thread samples (the process would be on a compute node), fidelity unknown."""
-    from numaplace.runner import execute
+    from numaplace.run.runner import execute
     binary = npb_build("cg", "S")
     bindir = tmp_path / "bin"
     bindir.mkdir()

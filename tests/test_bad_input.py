@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from numaplace import ConfigError
-from numaplace.loader import one_line, refusal
-from numaplace.study import load_study_file
+from numaplace.core.loader import one_line, refusal
+from numaplace.plan.study import load_study_file
 
 BASE = {"study": "bad", "platform": "x4600", "repetitions": 1,
         "experiments": [{"name": "e", "placements": [{"cpus": "0-1"}]}]}
@@ -525,8 +525,8 @@ CPU_SECONDS, MEMORY_BYTES = 5, 500 << 20
 CHILD = """
 import sys
 from numaplace import ConfigError
-from numaplace.loader import refusal
-from numaplace.study import load_study_file
+from numaplace.core.loader import refusal
+from numaplace.plan.study import load_study_file
 try:
     load_study_file(sys.argv[1], sys.argv[2])
 except ConfigError as e:

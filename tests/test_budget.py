@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from numaplace import ConfigError, budget
-from numaplace.study import Study
+from numaplace import ConfigError
+from numaplace.plan import budget
+from numaplace.plan.study import Study
 
 REPO = Path(__file__).resolve().parents[1]
 

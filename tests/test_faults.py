@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 import yaml
 from conftest import REPO, copy_workflow, run_snakemake
-from numaplace.records import KEPT
+from numaplace.record.store import KEPT
 
 IS_ROOT = os.geteuid() == 0
 # Every fault is injected twice where this machine allows it: into a Snakemake run as
@@ -221,8 +221,8 @@ def test_other_load_on_the_run_cpus_is_measured_and_flagged(npb_build, tmp_path)
     (whatever else the machine does, the hog's share is a lower bound), and the benchmark's
     own time is not counted as foreign."""
     from conftest import single_run_spec
-    from numaplace.aggregate import record_row
-    from numaplace.runner import execute
+    from numaplace.tables.aggregate import record_row
+    from numaplace.run.runner import execute
     exe = npb_build("cg", "W")
     hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
     try:
@@ -384,7 +384,7 @@ def test_a_gap_in_the_attempt_numbers_never_stops_a_rerun(wf, who):
 def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     """Fault 4: builds did not take the machine's measurement lock, so a build of one
     study (another Snakemake) ran beside a measured run of another. The build holds it."""
-    from numaplace.study import load_study_file
+    from numaplace.plan.study import load_study_file
     name = f"bl-{who}"
     flags = {"root": "-O2 -fopenmp", "unprivileged": "-O1 -fopenmp"}.get(who, "-O2 -fopenmp")
     (wf / f"{name}.yaml").write_text(yaml.safe_dump({**study(name), "npb": {"fflags": flags}}))

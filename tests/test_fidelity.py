@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from numaplace.fidelity import judge, thresholds_of
-from numaplace.cpulist import parse_cpulist
+from numaplace.judge.fidelity import judge, thresholds_of
+from numaplace.core.cpulist import parse_cpulist
 
 MiB = 2**20
 TOPO = {"name": "auto", "nodes": {"0": "0-1", "1": "2-3", "2": "4-5", "3": "6-7"}}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from numaplace.fidelity import judge, thresholds_of
-from numaplace.records import read_record
+from numaplace.judge.fidelity import judge, thresholds_of
+from numaplace.record.store import read_record
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "vm" / "runs"
 SETTINGS = {"memory_share_min": 0.9, "interleave_tolerance": 0.1, "interleave_slack_bytes": 4194304,

@@ -2,7 +2,7 @@
 each written against the realistic bug it guards (named in its docstring) and seen to
 fail on it. Pure Python: no Snakemake, no binaries, no /proc sampling.
 
-Records are the real ones of tests/fixtures/ (read through numaplace.records, written
+Records are the real ones of tests/fixtures/ (read through numaplace.record.store, written
 through write_record as the runner does), with only the fields a test needs replaced."""
 from __future__ import annotations
 
@@ -14,16 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from numaplace import idle, pbs
-from numaplace.aggregate import build_tables
+from numaplace.machine import idle
+from numaplace.cluster import pbs
+from numaplace.tables.aggregate import build_tables
 from numaplace.cli import main as numaplace_main
-from numaplace.launch import LAUNCHERS, command
-from numaplace.numa_maps import parse, parse_line, summarize
-from numaplace.placement import Placement, expand_experiment
-from numaplace.records import KEPT, iter_records, read_record, set_aside_failed, write_record
-from numaplace.report import answer_rows
-from numaplace.study import Study
-from numaplace.topology import load_platform
+from numaplace.plan.launch import LAUNCHERS, command
+from numaplace.run.numa_maps import parse, parse_line, summarize
+from numaplace.plan.placement import Placement
+from numaplace.plan.expand import expand_experiment
+from numaplace.record.store import KEPT, iter_records, read_record, set_aside_failed, write_record
+from numaplace.report.summary import answer_rows
+from numaplace.plan.study import Study
+from numaplace.machine.topology import load_platform
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "records" / "results" / "fixture"

@@ -4,9 +4,9 @@ Placements come from the reference platforms' files (config/platforms/)."""
 import pytest
 
 from numaplace import ConfigError
-from numaplace.launch import LAUNCHERS, command
-from numaplace.placement import expand_experiment
-from numaplace.topology import load_platform
+from numaplace.plan.launch import LAUNCHERS, command
+from numaplace.plan.expand import expand_experiment
+from numaplace.machine.topology import load_platform
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import need_rig
 
-from numaplace import membench_output
+from numaplace.kinds import membench_output
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "membench"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from numaplace.fidelity import footprint_basis, judge
-from numaplace.memory_tables import record_rows
+from numaplace.judge.fidelity import footprint_basis, judge
+from numaplace.tables.memory import record_rows
 
 from test_numa_vm import GUEST_SCRIPT, REPO, _skip_unless_numa_vm, run_in_guest, vm_study
 
@@ -38,7 +38,7 @@ STUDY = {
 @pytest.fixture(scope="module")
 def vm(numaplace_wheel, tmp_path_factory):
     tool = _skip_unless_numa_vm()
-    from numaplace.build import build
+    from numaplace.build.tree import build
     base = tmp_path_factory.mktemp("numa-vm-memory")
     study = vm_study(base, "vmmem", STUDY)
     binaries = {}

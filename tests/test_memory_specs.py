@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from numaplace import ConfigError
-from numaplace.launch import command
-from numaplace.memory_specs import intended_memory_node
-from numaplace.study import Study
+from numaplace.plan.launch import command
+from numaplace.plan.memory_specs import intended_memory_node
+from numaplace.plan.study import Study
 from conftest import expand
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
@@ -123,7 +123,7 @@ def test_sweep_self_is_local_on_every_cpu(platforms):
 
 @pytest.mark.parametrize("name", ["x4600", "magny-cours", "nehalem"])
 def test_thesis_studies_have_the_memory_experiments(repo, name):
-    from numaplace.study import load_study_file
+    from numaplace.plan.study import load_study_file
     s = load_study_file(repo / "config" / "studies" / f"thesis-{name}.yaml", repo / "config")
     benches = {r.bench for r in s.runs}
     assert {"membw", "memlat"} <= benches

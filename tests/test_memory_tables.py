@@ -2,10 +2,10 @@
 share of the buffer's pages there (from the benchmark's own move_pages), drift below 99 %."""
 from pathlib import Path
 
-from numaplace import membench_output
-from numaplace.memory_tables import COLUMNS, matrix_table, record_rows
-from numaplace.placement import Memory, finish
-from numaplace.topology import load_platform
+from numaplace.kinds import membench_output
+from numaplace.tables.memory import COLUMNS, matrix_table, record_rows
+from numaplace.plan.placement import Memory, finish
+from numaplace.machine.topology import load_platform
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "membench"

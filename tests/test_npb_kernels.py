@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from conftest import need_rig, single_run_spec
 
-from numaplace import npb_output
-from numaplace.runner import execute
+from numaplace.kinds import npb_output
+from numaplace.run.runner import execute
 
 REFERENCE = {("cg", "S"): 8.5971775078648, ("cg", "W"): 10.362595087124,
              ("mg", "S"): 0.5307707005734e-04, ("mg", "W"): 0.6467329375339e-05}
@@ -121,7 +121,7 @@ def test_a_changed_bundled_kernel_gets_a_new_build_key(repo, tmp_path, monkeypat
     """The build folder's key covers the bundled trees' contents, so an updated kernel is
     rebuilt instead of the previous binary being reused; NASA's source leaves npb/src out."""
     from numaplace.kinds import kind
-    from numaplace.study import load_study_file
+    from numaplace.plan.study import load_study_file
     study = load_study_file(repo / "config" / "studies" / "quick.yaml", repo / "config")
     tree = tmp_path / "src"
     shutil.copytree(kind("cg").source_dir, tree)

@@ -4,7 +4,7 @@ import re
 import pytest
 from conftest import need_rig
 
-from numaplace import npb_output
+from numaplace.kinds import npb_output
 
 SAMPLE = "../shared/docs/npb-sample-output.txt"
 

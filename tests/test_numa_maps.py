@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from numaplace import capture
-from numaplace.numa_maps import parse, parse_line, parse_policy, summarize
+from numaplace.run import capture
+from numaplace.run.numa_maps import parse, parse_line, parse_policy, summarize
 
 KiB, MiB, GiB = 1024, 2**20, 2**30
 

@@ -2,7 +2,7 @@
 a mapping without resident pages, the errors' words, data pages summed per node."""
 import pytest
 
-from numaplace.numa_maps import parse, parse_line, summarize
+from numaplace.run.numa_maps import parse, parse_line, summarize
 
 
 def test_line_with_its_newline():

@@ -1,7 +1,7 @@
 """Integration: real placements on a 4-node NUMA guest (numa-vm, QEMU), judged by the
 records the numaplace runner writes there.
 
-The runs are planned by numaplace.study (Study) from a study file written here (platform vm4:
+The runs are planned by numaplace.plan.study (Study) from a study file written here (platform vm4:
 4 nodes x 2 CPUs, like the guest), so the commands that run are the plan's; each runs
 through `python -m numaplace run` (numaplace's wheel, installed in the guest) inside ONE guest (all runs in one command; see
 NUMAPLACE_VM_MODE below), with kernel.numa_balancing=0 so pages stay where they land
@@ -26,8 +26,8 @@ import pytest
 import yaml
 from conftest import copy_run_files, need_rig
 
-from numaplace.fidelity import judge
-from numaplace.study import load_study_file
+from numaplace.judge.fidelity import judge
+from numaplace.plan.study import load_study_file
 
 REPO = Path(__file__).resolve().parents[1]
 GUEST_SCRIPT = REPO / "tests" / "vm" / "guest_runs.py"

@@ -23,9 +23,9 @@ import yaml
 from conftest import need_rig
 from test_numa_vm import GUEST_SCRIPT, _skip_unless_numa_vm, vm_study
 
-from numaplace.fidelity import judge
-from numaplace.study import Study
-from numaplace.topology import from_sysfs, load_platform
+from numaplace.judge.fidelity import judge
+from numaplace.plan.study import Study
+from numaplace.machine.topology import from_sysfs, load_platform
 
 REPO = Path(__file__).resolve().parents[1]
 DETECT_SCRIPT = REPO / "tests" / "vm" / "guest_detect.py"
@@ -211,7 +211,7 @@ def detect_in_guest(tool, numaplace_wheel, tmp_path_factory, opts, name):
         shutil.rmtree(Path(keep) / name, ignore_errors=True)
         shutil.copytree(out, Path(keep) / name, ignore=shutil.ignore_patterns("started"))
     # the same file from the copied sysfs on the host (no hwloc): nodes and SLIT alike
-    from numaplace.platform_detect import detect
+    from numaplace.machine.platform_detect import detect
     here, there = yaml.safe_load(detect(name, out / "sysfs", use_hwloc=False)), \
         yaml.safe_load((out / f"{name}.yaml").read_text())
     assert (here["nodes"], here["distances"]) == (there["nodes"], there["distances"])
@@ -224,7 +224,7 @@ def check_plans_like_auto(out, name, tmp_path):
     config_dir = tmp_path / "config"
     (config_dir / "platforms").mkdir(parents=True)
     (config_dir / "platforms" / f"{name}.yaml").write_text((out / f"{name}.yaml").read_text())
-    import numaplace.study as study_mod
+    import numaplace.plan.study as study_mod
     named = Study({**QUICKISH, "platform": name}, "detected.yaml", config_dir)
     guest_sysfs = out / "sysfs" / "devices" / "system" / "node"
     orig = study_mod.from_sysfs

@@ -26,8 +26,9 @@ from cluster import common
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 from conftest import need_rig
 
-from numaplace import cluster, pbs  # noqa: E402
-from numaplace.study import load_study_file  # noqa: E402
+from numaplace.cluster import resources as cluster
+from numaplace.cluster import pbs  # noqa: E402
+from numaplace.plan.study import load_study_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "qstat"

@@ -3,10 +3,10 @@ import pytest
 from pathlib import Path
 
 from numaplace import ConfigError
-from numaplace.launch import command
-from numaplace.placement import node_choices
-from numaplace.cpulist import format_cpulist, parse_cpulist
-from numaplace.topology import load_platform
+from numaplace.plan.launch import command
+from numaplace.plan.placement import node_choices
+from numaplace.core.cpulist import format_cpulist, parse_cpulist
+from numaplace.machine.topology import load_platform
 from conftest import expand
 
 
@@ -119,7 +119,7 @@ def test_launcher_cannot_express(platforms, exp, problem):
 
 
 def test_plan_rows_thesis_studies(repo, tmp_path):
-    from numaplace.study import load_study_file
+    from numaplace.plan.study import load_study_file
     for name, expect in [("thesis-magny-cours", "aprun -n 1 -d 8 -cc 0,1,6,7,12,13,18,19 ./cg.B.x"),
                          ("thesis-x4600", "taskset -c 4-7 ./cg.B.x"),
                          ("thesis-x4600", "numactl --physcpubind=0-3 --interleave=2-3 ./cg.B.x"),
@@ -146,7 +146,7 @@ def test_multi_node_membind_keeps_every_node(platforms):
                                            ({"layout": "2/2", "nodes": "all-choices", "distinc": True}, "distinc")])
 def test_misspelt_placement_key_is_refused_by_name(platforms, placement, key):
     from numaplace import ConfigError
-    from numaplace.study import Study
+    from numaplace.plan.study import Study
     study = {"study": "t", "platform": "x4600", "experiments": [{"name": "e", "placements": [placement]}]}
     with pytest.raises(ConfigError) as e:
         Study(study, "s.yaml", "config")
@@ -264,7 +264,7 @@ def test_placement_record_fields(platforms):
 ], ids=["layout-interleave-threads", "cpus-order", "compact-membind"])
 def test_a_placement_is_rebuilt_from_its_record_exactly(platforms, plat, exp):
     """The runner executes the plan row it is given: Placement.from_dict inverts to_dict."""
-    from numaplace.placement import Placement
+    from numaplace.plan.placement import Placement
     for p in expand(platforms[plat], exp):
         back = Placement.from_dict(p.to_dict())
         assert back == p and back.to_dict() == p.to_dict() and back.label == p.label
@@ -272,8 +272,8 @@ def test_a_placement_is_rebuilt_from_its_record_exactly(platforms, plat, exp):
 
 def test_layout_on_nodes_out_of_order_keeps_counts_with_their_nodes():
     """layout 1/2 on nodes [5, 2]: node 5 gets 1 thread, node 2 gets 2; the shape says so."""
-    from numaplace.placement import expand_spec
-    from numaplace.topology import load_platform
+    from numaplace.plan.expand import expand_spec
+    from numaplace.machine.topology import load_platform
     topo = load_platform(Path(__file__).parents[1] / "config" / "platforms" / "x4600.yaml")
     (cpus, shape, _, _), = expand_spec({"layout": "1/2", "nodes": [5, 2]}, topo, "s.yaml", "e")
     assert shape == "2/1 on 2,5"

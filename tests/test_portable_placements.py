@@ -10,9 +10,9 @@ import yaml
 
 from conftest import expand
 from numaplace import ConfigError
-from numaplace.cpulist import parse_cpulist
-from numaplace.study import Study
-from numaplace.topology import Topology
+from numaplace.core.cpulist import parse_cpulist
+from numaplace.plan.study import Study
+from numaplace.machine.topology import Topology
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def one_node():
 
 
 def cpus_of(topo, spec, memory=None, notes=None):
-    from numaplace.placement import expand_experiment
+    from numaplace.plan.expand import expand_experiment
     exp = {"name": "t", "placements": [spec], **({"memory": memory} if memory else {})}
     return [(p.cpulist, p.memory.label) for p in
             expand_experiment(exp, {"launcher": "numactl"}, topo, "s.yaml", "experiments[0]", notes)]
@@ -67,7 +67,7 @@ def test_portable_counts_that_do_not_fit_are_left_out_and_same_cpus_are_no_secon
 
 
 def test_smt_siblings_of_a_platform_file_and_layouts_past_the_cores(tmp_path):
-    from numaplace.topology import load_platform
+    from numaplace.machine.topology import load_platform
     f = tmp_path / "smt.yaml"
     f.write_text("name: smt\nnodes:\n  - {id: 0, cpus: '0-3,8-11', memory_mb: 1024}\n"
                  "  - {id: 1, cpus: '4-7,12-15', memory_mb: 1024}\ndistances: [[10, 20], [20, 10]]\n"
@@ -133,7 +133,8 @@ def test_one_node_machine_leaves_out_what_cannot_exist_with_one_line_each():
 
 
 def test_unpinned_runs_fewer_threads_in_a_mask_of_every_cpu(platforms):
-    from numaplace.placement import Placement, expand_experiment
+    from numaplace.plan.placement import Placement
+    from numaplace.plan.expand import expand_experiment
     (p,) = expand_experiment({"name": "t", "placements": [{"unpinned": ["half"]}]}, {"launcher": "numactl"},
                              platforms["x4600"], "s.yaml", "experiments[0]")
     assert (p.cpulist, p.threads, p.binding, p.id, p.shape) == ("0-15", 8, "process", "c0-15x8_loc_p_nc", "unpinned half (8)")
@@ -195,7 +196,7 @@ def test_default_study_spreads_over_the_nodes(config_dir, plat, runs):
 def test_default_study_on_one_node_says_what_it_left_out(config_dir):
     one = Topology("auto", {0: [0, 1]}, {0: 24576}, [[10]])
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    import numaplace.study as study_mod
+    import numaplace.plan.study as study_mod
     orig = study_mod.from_sysfs
     study_mod.from_sysfs = lambda: one
     try:

@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from numaplace import plots
-from numaplace.aggregate import build_tables
-from numaplace.fidelity import judge
-from numaplace.records import read_record
-from numaplace.report import summary_markdown
+from numaplace.figures import plots
+from numaplace.tables.aggregate import build_tables
+from numaplace.judge.fidelity import judge
+from numaplace.record.store import read_record
+from numaplace.report.summary import summary_markdown
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 

@@ -1,13 +1,13 @@
 """Records kept under two names (KEPT) and set aside as attempts: nothing measured is
 lost when record.json and KEPT are two different files. Pure Python on a tmp results
-folder written with numaplace.records' own functions; no Snakemake."""
+folder written with numaplace.record.store' own functions; no Snakemake."""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
 
-from numaplace.records import (KEPT, iter_records, keep_records, read_record, restore_kept,
+from numaplace.record.store import (KEPT, iter_records, keep_records, read_record, restore_kept,
                                set_aside, write_record)
 
 REPO = Path(__file__).resolve().parents[1]

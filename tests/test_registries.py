@@ -1,8 +1,8 @@
-"""Launchers and benchmark kinds are registered once (numaplace.launch, numaplace.kinds);
+"""Launchers and benchmark kinds are registered once (numaplace.plan.launch, numaplace.kinds);
 the study and platform schemas must offer exactly the registered names."""
 from numaplace.kinds import KINDS
-from numaplace.launch import LAUNCHERS
-from numaplace.schema import _schema
+from numaplace.plan.launch import LAUNCHERS
+from numaplace.core.schema import _schema
 
 
 def enums_under(node, key, found=None):

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from conftest import copy_workflow, need_rig, run_snakemake
-from numaplace import aggregate, plots, report
+from numaplace.tables import aggregate
+from numaplace.figures import plots
+from numaplace.report import summary as report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records" / "results" / "fixture"
 QUICK = "config/studies/quick.yaml"

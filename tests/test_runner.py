@@ -1,7 +1,7 @@
 """Runner details: timeouts in batch jobs, and what execute leaves behind."""
 import pytest
 from conftest import single_run_spec
-from numaplace.runner import effective_timeout
+from numaplace.run.runner import effective_timeout
 
 
 def test_timeout_is_cut_to_the_batch_walltime():
@@ -15,7 +15,7 @@ def test_timeout_is_cut_to_the_batch_walltime():
 def test_execute_leaves_the_caller_as_it_was(npb_build, tmp_path):
     import os
     import signal
-    from numaplace.runner import execute
+    from numaplace.run.runner import execute
     before = (os.sched_getaffinity(0), signal.getsignal(signal.SIGINT))
     spec = single_run_spec()
     assert execute(spec, npb_build("cg", "S"), tmp_path / "r" / "record.json")["status"] == "ok"
@@ -27,7 +27,7 @@ def test_execute_leaves_the_caller_as_it_was(npb_build, tmp_path):
     ("echo no report here", "failed", "no NPB CG report in stdout"),     # exit 0, no NPB output
 ])
 def test_crash_and_missing_report_are_failed_records(tmp_path, script, status, reason):
-    from numaplace.runner import execute
+    from numaplace.run.runner import execute
     exe = tmp_path / "fake.x"
     exe.write_text(f"#!/bin/sh\n{script}\n")
     exe.chmod(0o755)
@@ -48,8 +48,8 @@ def test_run_arguments_are_read_without_argparse_and_anything_else_goes_to_it():
 
 
 def test_settings_fall_back_on_the_schema_defaults_only_when_missing():
-    from numaplace.runner import Settings
-    from numaplace.schema import defaults
+    from numaplace.run.runner import Settings
+    from numaplace.core.schema import defaults
     s = Settings("run", {"timeout": 5})
     assert s["timeout"] == 5 and s["idle_check"] == defaults("run")["idle_check"]
     assert dict(s) == {"timeout": 5}

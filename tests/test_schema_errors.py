@@ -3,7 +3,7 @@ defaults it fills in (the study as the workflow then sees it)."""
 import pytest
 
 from numaplace import ConfigError
-from numaplace.schema import check, validate_platform, validate_study
+from numaplace.core.schema import check, validate_platform, validate_study
 
 BASE = {"study": "s", "platform": "x4600", "experiments": [{"name": "e", "placements": [{"cpus": "0-1"}]}]}
 

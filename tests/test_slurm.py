@@ -3,7 +3,7 @@ on a real one-node Slurm started here (tests/cluster/slurm_local.py).
 
 Checks that every measured run was its own Slurm job holding the whole node exclusively
 (every CPU in the job step's cpuset, so the run could pin anywhere), with the walltime
-and memory numaplace.cluster derives from kernel/class, that each record names its
+and memory numaplace.cluster.resources derives from kernel/class, that each record names its
 Slurm job and node, that builds are ordinary one-CPU jobs, that the report was built,
 and that grouping puts several runs back to back into one allocation.
 Skips (with the reason) without root or without Debian's slurm-wlm + munge.
@@ -21,9 +21,10 @@ import pytest
 from cluster import common, slurm_local
 from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
 
-from numaplace import cluster, pbs
-from numaplace.fidelity import judge  # noqa: E402
-from numaplace.cpulist import parse_cpulist  # noqa: E402
+from numaplace.cluster import resources as cluster
+from numaplace.cluster import pbs
+from numaplace.judge.fidelity import judge  # noqa: E402
+from numaplace.core.cpulist import parse_cpulist  # noqa: E402
 
 # installed by .ci/setup from requirements.txt: part of numaplace's install, not a rig
 import snakemake_executor_plugin_slurm  # noqa: E402,F401

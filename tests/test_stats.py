@@ -1,10 +1,10 @@
-"""The statistics of the tables (numaplace.stats), on data where the wrong statistic shows:
+"""The statistics of the tables (numaplace.core.stats), on data where the wrong statistic shows:
 median ≠ mean, ties, one-run groups, empty groups, zero and sub-unit values."""
 import math
 
 import pytest
 
-from numaplace.stats import improvement, mann_whitney_p, summary_stats
+from numaplace.core.stats import improvement, mann_whitney_p, summary_stats
 
 KEYS = ("time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s", "time_cv")
 NAN = float("nan")

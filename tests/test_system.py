@@ -1,4 +1,4 @@
-"""numaplace.system: the page-shaping settings of a run, and control of automatic NUMA
+"""numaplace.machine.system: the page-shaping settings of a run, and control of automatic NUMA
 balancing (set for the run, restored after: on return, on an exception, on SIGINT, and
 by the next run after a SIGKILL); platform detect on this machine.
 
@@ -19,10 +19,11 @@ import pytest
 import yaml
 from conftest import REPO, single_run_spec
 
-from numaplace import ConfigError, system
-from numaplace.fidelity import judge, migration
-from numaplace.study import Study
-from numaplace.topology import load_platform
+from numaplace import ConfigError
+from numaplace.machine import system
+from numaplace.judge.fidelity import judge, migration
+from numaplace.plan.study import Study
+from numaplace.machine.topology import load_platform
 
 VMSTAT = """nr_free_pages 123
 numa_hit 115008884
@@ -135,7 +136,7 @@ def test_nothing_changes_when_the_machine_already_has_the_setting(tmp_path):
 
 
 HOLD = """import time
-from numaplace import system
+from numaplace.machine import system
 with system.balancing_for_run({{"numa_balancing": "off"}}, {state!r}, {root!r}):
     print("set", flush=True)
     time.sleep(60)
@@ -193,7 +194,7 @@ def test_a_leftover_this_process_may_not_restore_stays_and_the_run_goes_on(tmp_p
 
 def test_state_file_is_beside_the_machine_lock(tmp_path, monkeypatch):
     """One per machine, whatever study ran: the next run of any study restores it."""
-    from numaplace import guard
+    from numaplace.machine import guard
     monkeypatch.setattr(guard, "lock_path", lambda: tmp_path / guard.LOCK_NAME)
     assert system.state_file() == tmp_path / "numaplace-system-restore.json"
 
@@ -203,7 +204,8 @@ def test_balancing_is_set_and_the_system_read_only_under_the_machine_lock(tmp_pa
     (nor restore another run's leftover) while the other run measures."""
     import fcntl
     from contextlib import contextmanager
-    from numaplace import guard, runner
+    from numaplace.machine import guard
+    from numaplace.run import runner
     lock = tmp_path / guard.LOCK_NAME
     monkeypatch.setattr(guard, "lock_path", lambda: lock)
     seen = []
@@ -310,7 +312,7 @@ def test_bad_setting_is_one_config_error():
 # -- a real run's record carries the system object and the pages over time ----------------
 
 def test_record_has_system_and_pages_over_time(npb_build, tmp_path):
-    from numaplace.runner import execute
+    from numaplace.run.runner import execute
     # class W (~0.3 s here): CG.S (~30 ms) may end before a loaded machine's first sample
     spec = {**single_run_spec(0), "class": "W", "run_id": "cg.W.default.c0.r1"}
     rec = execute(spec, npb_build("cg", "W"), tmp_path / "results/t/runs/x/record.json")
@@ -401,7 +403,7 @@ def test_detect_here_validates_and_plans_like_auto(tmp_path):
     shutil.copytree(REPO / "config", config)
     (config / "platforms" / "here.yaml").write_text(out)
     topo = load_platform(config / "platforms" / "here.yaml")
-    from numaplace.topology import from_sysfs
+    from numaplace.machine.topology import from_sysfs
     live = from_sysfs()
     assert topo.nodes == live.nodes and topo.distances == live.distances
     assert out.startswith("# numaplace platform file") and "/sys/devices/system/node" in out
@@ -444,7 +446,8 @@ def test_real_records_carry_the_system_object():
 
 
 def test_summary_shows_the_settings_and_flags_a_study_whose_runs_differ(tmp_path):
-    from numaplace import aggregate, report
+    from numaplace.tables import aggregate
+    from numaplace.report import summary as report
     results = tmp_path / "results" / "vmbalancing"
     shutil.copytree(BALANCING_RUNS, results / "runs")
     aggregate.write_tables(results, tmp_path / "tables")
@@ -472,7 +475,7 @@ VM_DETECT = REPO / "tests/fixtures/real/vm-detect"
     ("vm-unequal", {0: [0, 1], 1: [2, 3], 2: []}, [[10, 20, 20], [20, 10, 20], [20, 20, 10]]),
     ("vm-mc8", {n: [n] for n in range(8)}, None)])
 def test_detect_from_a_guests_sysfs(tmp_path, name, nodes, dist):
-    from numaplace.platform_detect import detect
+    from numaplace.machine.platform_detect import detect
     text = detect(name, VM_DETECT / name / "sysfs", use_hwloc=False)
     (tmp_path / f"{name}.yaml").write_text(text)
     topo = load_platform(tmp_path / f"{name}.yaml")
@@ -485,7 +488,7 @@ def test_detect_from_a_guests_sysfs(tmp_path, name, nodes, dist):
 
 
 def test_hwloc_cpuset_words():
-    from numaplace.platform_detect import _hwloc_cpuset
+    from numaplace.machine.platform_detect import _hwloc_cpuset
     assert _hwloc_cpuset("0x00000003") == [0, 1]
     assert _hwloc_cpuset("0x00000001,0x80000000") == [31, 32]
     assert _hwloc_cpuset("0x0") == []

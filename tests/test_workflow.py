@@ -11,7 +11,7 @@ import time
 import pytest
 import yaml
 from conftest import copy_workflow, read_records, run_snakemake, single_run_spec
-from numaplace.cpulist import parse_cpulist
+from numaplace.core.cpulist import parse_cpulist
 
 
 
@@ -44,7 +44,7 @@ def test_quick_study_all_verified(quick):
         assert r["output"]["threads"] == r["placement"]["threads"]
         assert r["host"] and r["kernel"] and r["topology"]["nodes"] and r["started"] < r["ended"]
         assert "idle" in r and "loadavg" in r["idle"]
-        # the page-shaping settings (numaplace.system), at the start and the end
+        # the page-shaping settings (numaplace.machine.system), at the start and the end
         assert {"numa_balancing", "thp_enabled", "kernel_cmdline", "numa_balancing_at_end"} <= set(r["system"])
     print(f"quick study: {len(recs)} runs + builds in {seconds:.1f} s")
 
@@ -93,7 +93,7 @@ def test_nothing_reruns_and_records_are_protected(quick):
 
 FAILING = {
     "study": "failing", "platform": "fake2", "benchmarks": ["cg"], "classes": ["S"], "repetitions": 1,
-    # the smallest timeout a study may set (numaplace.checks.RUN_TIMEOUT_MIN_S) and a run
+    # the smallest timeout a study may set (numaplace.plan.checks.RUN_TIMEOUT_MIN_S) and a run
     # that needs far longer: CG class B on one thread takes ~30 s here
     "launcher": "numactl", "run": {"timeout": 5, "idle_check": "off"},
     "experiments": [
@@ -167,7 +167,7 @@ def test_runs_never_overlap_with_two_cores(quick):
 
 
 def test_busy_machine_is_refused_or_flagged(npb_build, tmp_path):
-    from numaplace.runner import execute
+    from numaplace.run.runner import execute
     exe = npb_build("cg", "S")
     spec = single_run_spec(idle_check="refuse", idle_wait=0, idle_busy_max=0.5)
     hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
@@ -260,7 +260,7 @@ def test_runner_leaves_the_placement_cpus_while_it_starts_and_the_benchmark_gets
 def test_runner_that_waits_for_the_machine_opens_its_idle_window_after_the_wait(tmp_path):
     """A window opened while another run still held the machine would count that run's
     end as load on these CPUs: the runner that has to wait opens it once it has the lock."""
-    from numaplace.guard import lock_path
+    from numaplace.machine.guard import lock_path
     holder = subprocess.Popen(["flock", str(lock_path()), "sleep", "0.6"])
     try:
         time.sleep(0.2)

@@ -16,7 +16,7 @@ LL_4MIB = "4194304,16,64"
 
 
 def binary(bench, cls, variant="default", settings=None):
-    from numaplace.build import build
+    from numaplace.build.tree import build
     d = SCRATCH / "build" / variant
     out = d / "bin" / f"{bench}.{cls}.x"
     if not out.exists():

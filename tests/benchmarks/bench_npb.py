@@ -6,7 +6,7 @@ import re
 import subprocess
 
 from _common import binary
-from numaplace import npb_output
+from numaplace.kinds import npb_output
 
 REFERENCE = {  # kernel.class: (seconds, Mop/s, peak RSS MiB) at 1 thread
     "cg.A": (0.81, 1857, 50), "cg.B": (46.9, 1167, 344), "cg.C": (124.2, 1154, 891),

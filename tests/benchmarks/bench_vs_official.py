@@ -24,8 +24,9 @@ import subprocess
 import sys
 
 from _common import LL_4MIB, REPO, SCRATCH, cachegrind, peak_rss_mib
-from numaplace import npb_output
-from numaplace.build import build, bundled_digest
+from numaplace.kinds import npb_output
+from numaplace.build.tree import build
+from numaplace.plan.sources import bundled_digest
 
 TARBALL = REPO.parent / "shared" / "npb" / "NPB3.4.2.tar.gz"
 FFLAGS = "-O3 -fopenmp"

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from _common import REPO, binary
 
-from numaplace.study import Study
+from numaplace.plan.study import Study
 
 
 def generated_study(runs_wanted):

@@ -29,7 +29,7 @@ import sys
 
 from _common import REPO, SCRATCH  # the script's folder is on sys.path
 
-from numaplace import membench_output  # noqa: E402
+from numaplace.kinds import membench_output  # noqa: E402
 
 
 def build(bench):

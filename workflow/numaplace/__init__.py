@@ -1,24 +1,24 @@
 """numaplace: NUMA placement studies with the NPB CG and MG kernels.
 
-One module per concept, in the order data flows (plan → build → run → record →
-judge/aggregate → plot → report):
+The folders are the pipeline's stages, in the order data flows; a module imports only
+from its own stage, the ones before it, and the shared leaves (tests/test_layout.py):
 
-  plan     loader (strict parsing of study/platform files), schema (JSON schemas and
-           their defaults), limits and checks (plan size bounds, cross-field checks),
-           cpulist ('0-3,8' lists), topology (nodes, CPUs, distances; platform_detect
-           writes a platform file),
-           placement and memory_specs (a study's placements, expanded), launch (launcher
-           registry: placement → argv + env), kinds (benchmark-kind registry: build,
-           parse, verify, metric, cost), study (config → the table of runs)
-  build    build (NPB and micro-benchmark trees, build records), serial_init
-  run      runner (one measured run), guard (machine lock, death with the job), idle
-           (idle check, foreign load), system (page-shaping kernel settings, numa_balancing),
-           capture (sampler), numa_maps, pages_over_time, npb_output, membench_output
-  record   records (the record format: schema, write, read, migrate, set aside)
-  judge    fidelity (did threads and pages go where asked), stats (summaries, tests)
-  tables   aggregate (records → CSV tables), memory_tables; artifacts (their names)
-  report   plots, memory_plots (figures), report (summary.md, HTML)
-  cluster  cluster (batch resources per job), pbs (PBS dialects: qsub, qstat)
+  core     shared leaves: cpulist ('0-3,8'), limits, loader (strict YAML/JSON), schema
+           (+ schemas/: study, platform, record), stats, artifacts (output names)
+  kinds    the benchmark-kind registry: each kind's build, output parser, verification,
+           metric, cost (npb_output, membench_output: their parsers)
+  record   the run record's format: write, read, migrate, keep, set aside (store)
+  machine  topology, platform_detect, system (page-shaping settings), idle, guard (locks)
+  plan     study (the table of runs), placement (the placement language), expand (specs →
+           placements), memory_specs, checks, budget, launch (placement → argv + env),
+           sources (npb.source), frozen (the study as the workflow read it)
+  build    tree (build trees and build records), serial_init
+  run      runner (one measured run), capture, numa_maps, pages_over_time
+  judge    fidelity (did threads and pages go where asked)
+  tables   aggregate (records → CSV tables), memory
+  figures  plots, memory
+  report   answer (the answer in a few lines), summary (summary.md and the HTML)
+  cluster  resources (what each job asks a batch system), pbs (PBS dialects)
   cli      the `numaplace` command the Snakemake rules call
 """
 

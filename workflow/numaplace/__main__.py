@@ -1,6 +1,6 @@
 """python -m numaplace: the same as the `numaplace` command."""
 import sys
 
-from .cli import main
+from numaplace.cli import main
 
 sys.exit(main())

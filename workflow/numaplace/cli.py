@@ -14,12 +14,12 @@ import sys
 import time
 from types import SimpleNamespace
 
-from . import __version__
+from numaplace import __version__
 
 
 def _parser():
     import argparse            # here: `numaplace run` (once per measured run) does without
-    from . import pbs          # its dialect names (a light module)
+    from numaplace.cluster import pbs          # its dialect names (a light module)
     ap = argparse.ArgumentParser(prog="numaplace", description="NUMA placement studies with the NPB "
                                  "CG and MG kernels. The workflow itself runs with snakemake.")
     ap.add_argument("--version", action="version", version=f"numaplace {__version__}")
@@ -101,8 +101,8 @@ def _parser():
 
 
 def _platform_detect(a):
-    from . import ConfigError
-    from .platform_detect import detect
+    from numaplace import ConfigError
+    from numaplace.machine.platform_detect import detect
     try:
         sys.stdout.write(detect(a.name, a.sysfs))
     except ConfigError as e:
@@ -112,12 +112,12 @@ def _platform_detect(a):
 
 
 def _plan(a):
-    from . import ConfigError
-    from .study import load_study_file
+    from numaplace import ConfigError
+    from numaplace.plan.study import load_study_file
     try:
         st = load_study_file(a.study)
     except ConfigError as e:
-        from .loader import refusal
+        from numaplace.core.loader import refusal
         print(refusal(e), file=sys.stderr)
         return 2
     out = a.out or f"results/{st.name}/plan.tsv"
@@ -129,7 +129,7 @@ def _plan(a):
 def _pbs_submit(a):
     import subprocess
     from pathlib import Path   # here, as the other imports: `numaplace run` starts without them
-    from . import pbs
+    from numaplace.cluster import pbs
     props = pbs.read_job_properties(a.jobscript)
     logdir = Path(a.log_dir).resolve()
     log = logdir / f"{pbs.job_name(props)}.{props.get('jobid', 'x')}.{int(time.time())}.log"
@@ -150,7 +150,7 @@ def _pbs_submit(a):
 
 
 def _pbs_status(a):
-    from . import pbs
+    from numaplace.cluster import pbs
     st = pbs.job_status(a.jobid, a.dialect, a.vanished)
     if a.verbose or st.status == pbs.FAILED:
         sys.stderr.write(f"pbs job {a.jobid}: {st.status}: {st.reason}\n")
@@ -162,15 +162,15 @@ def _run(a):
     """One measured run. Its outcome goes to stdout (the job's log); what stopped it from
     writing a record goes to stderr in one line (the console: a full disk cannot eat it)."""
     spec = json.loads(a.spec)
-    from .guard import is_disk_full, try_machine_lock
+    from numaplace.machine.guard import is_disk_full, try_machine_lock
     window = held = None
     if spec.get("run", {}).get("idle_check") != "off" and (held := try_machine_lock()) is not None:
         # first thing, when no other run holds the machine: leave the placement's CPUs,
         # so that the idle check's window runs while the runner starts up, not after it
-        from .cpulist import parse_cpulist
-        from .idle import IdleWindow
+        from numaplace.core.cpulist import parse_cpulist
+        from numaplace.machine.idle import IdleWindow
         window = IdleWindow.leave(parse_cpulist(spec["placement"]["cpus"]))
-    from .runner import Interrupted, execute, execute_build
+    from numaplace.run.runner import Interrupted, execute, execute_build
     try:
         rec = (execute_build(spec, a.build, a.record, window, held) if a.build
                else execute(spec, a.binary, a.record, window, held))
@@ -210,26 +210,27 @@ def main(argv=None):
     if a.cmd == "plan":
         return _plan(a)
     if a.cmd == "retry-failed":
-        from .records import set_aside_failed
+        from numaplace.record.store import set_aside_failed
         for rid, status in set_aside_failed(a.results, a.status, say=print):
             print(f"set aside {rid} ({status})")
     elif a.cmd == "build":
-        from .build import write_build_record
+        from numaplace.build.tree import write_build_record
         out = write_build_record(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.record, a.log)
         print(f"{a.bench}.{a.cls} ({a.variant}): {out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
     elif a.cmd == "run":
         return _run(a)
     elif a.cmd == "tables":
-        from . import aggregate
+        from numaplace.tables import aggregate
         aggregate.write_tables(a.results, a.out, a.plan, json.loads(a.fidelity))
     elif a.cmd == "figures":
-        from . import aggregate, plots
+        from numaplace.tables import aggregate
+        from numaplace.figures import plots
         plots.make_figures(aggregate.read_tables(a.tables), a.out, json.loads(a.settings))
     elif a.cmd == "summary":
-        from .report import write_summary
+        from numaplace.report.summary import write_summary
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
     elif a.cmd == "html":
-        from .report import build_html
+        from numaplace.report.summary import build_html
         build_html(a.out, a.snakefile, a.configfile, a.target, tables_dir=a.tables)
     elif a.cmd == "pbs-submit":
         return _pbs_submit(a)

@@ -1,6 +1,6 @@
 # The plan and the NPB binaries: one tree per variant under results/build/<hash of source
 # and flags>/. A build always writes its record; a failed one says why, and its runs
-# record that. On a cluster a build is an ordinary one-CPU job (numaplace.cluster).
+# record that. On a cluster a build is an ordinary one-CPU job (numaplace.cluster.resources).
 
 
 localrules:

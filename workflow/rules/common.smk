@@ -8,13 +8,13 @@ from glob import glob
 from pathlib import Path
 
 from numaplace import ConfigError
-from numaplace import cluster
-from numaplace.artifacts import ANSWER_FILE, FIGURES, TABLES as TABLE_NAMES
-from numaplace.frozen import changed_note, freeze, read_study
-from numaplace.guard import hold_study
+from numaplace.cluster import resources as cluster
+from numaplace.core.artifacts import ANSWER_FILE, FIGURES, TABLES as TABLE_NAMES
+from numaplace.plan.frozen import changed_note, freeze, read_study
+from numaplace.machine.guard import hold_study
 from numaplace.kinds import wildcard_constraints
-from numaplace.loader import refusal
-from numaplace.records import keep_records, workflow_outcome
+from numaplace.core.loader import refusal
+from numaplace.record.store import keep_records, workflow_outcome
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
 # `numaplace` command sits beside this interpreter: put that first on PATH so the jobs and
@@ -22,7 +22,7 @@ from numaplace.records import keep_records, workflow_outcome
 _search_path = os.environ["PATH"]
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), _search_path])
 
-# The study file is read by numaplace alone (numaplace.loader: strict YAML/JSON, no
+# The study file is read by numaplace alone (numaplace.core.loader: strict YAML/JSON, no
 # templates), never from Snakemake's `config`: the documented way is
 #   --config study=<file>
 # `--configfile <file>` still works, but Snakemake reads that file first with its own
@@ -34,7 +34,7 @@ def _refuse(err):
     sys.exit(1)
 
 
-# the report's own config file (numaplace.report.build_html) is no study
+# the report's own config file (numaplace.report.summary.build_html) is no study
 _CONFIGFILES = [str(c) for c in workflow.configfiles if not str(c).endswith(".report-answer.yaml")]
 _GIVEN = dict(getattr(workflow.config_settings, "config", None) or {})   # --config key=value
 try:
@@ -55,7 +55,7 @@ try:
     else:
         _STUDY_FILE = str(Path(workflow.basedir) / "config" / "config.yaml")
         _REPORT_CONFIGFILES = []
-    # every process of a workflow reads the version its start read (numaplace.frozen:
+    # every process of a workflow reads the version its start read (numaplace.plan.frozen:
     # frozen at onstart, named to the jobs and the nested report by NUMAPLACE_FROZEN_STUDY)
     STUDY, _STUDY_READ = read_study(_STUDY_FILE, Path(workflow.basedir) / "config")
 except ConfigError as e:
@@ -121,13 +121,13 @@ def builds_requested():
     return runs_requested() or any(t == "build" or t.endswith(".build.json") for t in targets)
 
 
-_HELD = []      # the study's workflow lock (numaplace.guard.hold_study), held until exit
-_FROZEN = []    # results/<study>/study.frozen.yaml, once written (numaplace.frozen.freeze)
+_HELD = []      # the study's workflow lock (numaplace.machine.guard.hold_study), held until exit
+_FROZEN = []    # results/<study>/study.frozen.yaml, once written (numaplace.plan.frozen.freeze)
 
 
 def start_of_workflow():
     """Before any job (onstart): refuse when another workflow, from another checkout
-    sharing results/, works on this study; freeze the study as read (numaplace.frozen:
+    sharing results/, works on this study; freeze the study as read (numaplace.plan.frozen:
     results/<study>/study.frozen.yaml, which every job reads); give every record its
     second name (keep_records)."""
     fd, holder = hold_study(RESULTS)
@@ -151,9 +151,9 @@ def start_of_workflow():
 
 def end_of_workflow(completed=True):
     """The workflow's last lines (onsuccess, onerror): how many runs failed and where to
-    read why, which builds failed and their logs (numaplace.records.workflow_outcome);
+    read why, which builds failed and their logs (numaplace.record.store.workflow_outcome);
     whether the study file was edited meanwhile (the workflow followed its frozen copy:
-    numaplace.frozen.changed_note). A study whose builds failed, or none of whose runs
+    numaplace.plan.frozen.changed_note). A study whose builds failed, or none of whose runs
     succeeded, exits non-zero although every job "succeeded": the records of those runs
     are data, kept and reported."""
     from snakemake.logging import logger

@@ -1,6 +1,6 @@
 # Measured runs: one job per (binary, placement, repetition). The machine=1 resource
 # (profiles/default) keeps runs from overlapping each other or a build. On a cluster a
-# run takes a whole exclusive node; walltime and memory come from numaplace.cluster.
+# run takes a whole exclusive node; walltime and memory come from numaplace.cluster.resources.
 # params: exactly the run's definition (Study.run_params); judging thresholds and plot
 # settings are not part of it.
 

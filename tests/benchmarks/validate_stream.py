@@ -1,0 +1,195 @@
+"""Validate numaplace's STREAM-style benchmark (microbench/src/stream) against likwid-bench on
+this machine, side by side in one run:
+
+  copy   ours (c[i] = a[i], 16 B per element counted)       vs likwid-bench -t copy   (16 B/element)
+  triad  ours (a[i] = b[i] + q*c[i], 24 B per element)      vs likwid-bench -t stream (24 B/element)
+         and, shown but not judged, likwid-bench -t triad   (A = B*C + D: 4 streams, 32 B/element)
+
+likwid-bench's `triad` is a four-stream kernel; STREAM's triad (two loads, one store) is
+likwid-bench's `stream`, which is the reference the triad is judged against. Both tools
+count bytes as STREAM does: what the kernel names per element (8 per load, 8 per store),
+not the write-allocate read of each stored line. The number compared is likwid-bench's
+`MByte/s:` line (its `Data volume (Byte)` over `Time`, MB = 10^6 B, the "Bytes per
+element" of `likwid-bench -l <test>` times elements times iterations) against the median
+of our per-repetition values (each region >= --min-time); our best repetition (STREAM's
+reported number) is shown beside it.
+
+Same work on both sides: the same N elements per array (likwid's -W size is the bytes of
+all its streams: 16N for copy, 24N for stream, 32N for triad; ours is --sizes 24N, the
+three arrays), the same threads on the same CPUs (ours --cpus 0[,1] under taskset, likwid
+S0's first hwthreads; checked from both outputs), the same first touch (ours: each thread
+its slice, likwid -W: each thread its chunks), scalar kernels on both sides (likwid's
+copy/stream/triad are "only scalar operations"; ours compiled at make.def's -O2).
+Runs alternate (ours, likwid, ours, likwid, ...) so that a change in the machine's load
+hits both. Target: ratio ours/likwid within 0.85-1.15 for every (op, size, threads).
+
+The measured part holds /tmp/numaplace-quiet.lock (the lock `flock /tmp/numaplace-quiet.lock`
+takes, flock(2)); run under that flock yourself or not, either works:
+    .venv/bin/python tests/benchmarks/validate_stream.py [--sizes DRAM 1G] [--threads 2 1] [--pairs 3]
+Exit status 0 when every judged row passed, 1 otherwise."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+from _common import REPO, SCRATCH  # the script's folder is on sys.path
+
+try:                              # the package is being restructured: kinds/ is its new home
+    from numaplace.kinds import membench_output  # noqa: E402
+except ImportError:
+    from numaplace import membench_output  # noqa: E402
+
+LOCK = "/tmp/numaplace-quiet.lock"
+# our op -> [(likwid test, bytes per element it counts, judged)]
+REFERENCES = {"copy": [("copy", 16, True)], "triad": [("stream", 24, True), ("triad", 32, False)]}
+OURS_BYTES = {"copy": 16, "triad": 24}
+ALIGN = 4096      # N a multiple of this: likwid's per-thread chunks are whole loop strides
+
+
+def build():
+    tree = SCRATCH / "microbench" / "src"
+    # the source as it is now (copy2 keeps mtimes, so make rebuilds what changed)
+    shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"),
+                    dirs_exist_ok=True)
+    # what `make STREAM CLASS=X` runs in microbench/src
+    subprocess.run(["make", "-s", "-f", "../sys/bench.mk", "BENCH=stream", "CLASS=X"], cwd=tree / "stream",
+                   check=True, stdout=subprocess.DEVNULL)
+    return tree / "bin" / "stream.X.x"
+
+
+def _ancestors():
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return pids
+
+
+@contextlib.contextmanager
+def quiet_lock():
+    """Hold /tmp/numaplace-quiet.lock (flock(2), as flock(1) takes it); when a process above
+    this one (`flock /tmp/numaplace-quiet.lock python ...`) already holds it, that is ours."""
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            ino = os.fstat(fd).st_ino
+            holders = set()
+            for line in open("/proc/locks"):
+                f = line.split()
+                if f[1] == "FLOCK" and int(f[5].split(":")[-1]) == ino:
+                    holders.add(int(f[4]))
+            if not holders & _ancestors():
+                print(f"waiting for {LOCK} (held by pid {sorted(holders)})", file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ours(binary, n, threads, ops, reps, min_time):
+    cpus = ",".join(str(c) for c in range(threads))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    env["OMP_NUM_THREADS"] = str(threads)
+    r = subprocess.run(["taskset", "-c", cpus, str(binary), "--cpus", cpus, "--sizes", str(24 * n),
+                        "--ops", ",".join(ops), "--reps", str(reps), "--min-time", str(min_time)],
+                       capture_output=True, text=True, env=env)
+    out = membench_output.parse(r.stdout)
+    assert r.returncode == 0 and out["verified"], r.stdout[-2000:] + r.stderr
+    for row in out["results"]:
+        assert int(row["elements"]) == n and row["thread_cpus"] == cpus and not row["migrated"], row
+    return out
+
+
+def likwid(test, n, bytes_per_element, threads, seconds):
+    r = subprocess.run(["likwid-bench", "-t", test, "-s", str(seconds), "-W",
+                        f"S0:{bytes_per_element * n}B:{threads}"], capture_output=True, text=True, check=True)
+    cpus = [int(c) for c in re.findall(r"Global Thread \d+ running on hwthread (\d+)", r.stdout)]
+    lengths = [int(v) for v in re.findall(r"Global Thread \d+ running on hwthread \d+ - Vector length (\d+)",
+                                          r.stdout)]
+    mbs = float(re.search(r"^MByte/s:\s+([0-9.]+)", r.stdout, re.M).group(1))
+    assert cpus == list(range(threads)) and sum(lengths) == n, r.stdout[:2000]
+    return mbs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", nargs="+", default=["DRAM", "1G"],
+                    help="total bytes of our three arrays: DRAM (4x all last-level caches) or e.g. 1G, 512M")
+    ap.add_argument("--threads", nargs="+", type=int, default=[2, 1])
+    ap.add_argument("--pairs", type=int, default=3, help="alternating ours/likwid runs per case (default 3)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.2, help="ours: seconds per region (default 0.2)")
+    ap.add_argument("--likwid-seconds", type=float, default=1.0, help="likwid-bench -s (default 1)")
+    a = ap.parse_args()
+    if not shutil.which("likwid-bench"):
+        sys.exit("likwid-bench not found (Debian: apt-get install likwid)")
+    if max(a.threads) > os.cpu_count():
+        sys.exit(f"--threads {max(a.threads)}: this machine has {os.cpu_count()} CPUs")
+    binary = build()
+    ops = ["copy", "triad"]
+    rows, runs, ok = [], [], True
+    with quiet_lock():
+        cache = ours(binary, ALIGN, 1, ["copy"], 1, 0.001)["cache"]
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        for size in a.sizes:
+            total = 4 * cache["llc_total"] if size == "DRAM" else \
+                int(float(size[:-1]) * units[size[-1].upper()]) if size[-1].upper() in units else int(size)
+            n = total // 24 // ALIGN * ALIGN
+            for threads in a.threads:
+                mine = {op: [] for op in ops}
+                best = {op: [] for op in ops}
+                ref = {(op, t): [] for op in ops for t, _, _ in REFERENCES[op]}
+                for _ in range(a.pairs):
+                    out = ours(binary, n, threads, ops, a.reps, a.min_time)
+                    for op in ops:
+                        vals = [r["value"] for r in out["results"] if r["op"] == op]
+                        mine[op].append(statistics.median(vals))
+                        best[op].append(max(vals))
+                    for op in ops:
+                        for test, bpe, _ in REFERENCES[op]:
+                            ref[(op, test)].append(likwid(test, n, bpe, threads, a.likwid_seconds))
+                for op in ops:
+                    m = statistics.median(mine[op])
+                    for test, bpe, judged in REFERENCES[op]:
+                        lk = statistics.median(ref[(op, test)])
+                        ratio = m / lk
+                        passed = 0.85 <= ratio <= 1.15 if judged else None
+                        ok &= passed is not False
+                        rows.append((op, f"{24 * n:,} B (N={n:,})", str(threads), f"{m:,.0f}",
+                                     f"{max(best[op]):,.0f}", f"{lk:,.0f}", f"{ratio:.3f}",
+                                     f"likwid-bench -t {test} -W S0:{bpe * n}B:{threads} ({bpe} B/elem)",
+                                     {True: "PASS", False: "FAIL", None: "info"}[passed]))
+                    runs.append((op, 24 * n, threads, mine[op],
+                                 {t: ref[(op, t)] for t, _, _ in REFERENCES[op]}))
+
+    head = ("op", "size (ours: 3 arrays)", "threads", "stream MB/s", "stream best", "likwid MB/s", "ratio",
+            "reference", "result")
+    width = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    print("\n" + "  ".join(f"{h:<{w}}" for h, w in zip(head, width)))
+    for r in rows:
+        print("  ".join(f"{v:<{w}}" for v, w in zip(r, width)))
+    print(f"\nstream MB/s: median over {a.pairs} runs of each run's median repetition ({a.reps} reps, "
+          f">= {a.min_time} s each); stream best: the best repetition of all runs (STREAM's figure); "
+          f"likwid MB/s: median of {a.pairs} runs (-s {a.likwid_seconds}); target ratio 0.85-1.15 (info: not judged)")
+    print("runs (MB/s):")
+    for op, size, threads, m, refs in runs:
+        print(f"  {op:<5} {size:>13,} B {threads} thr  stream {[round(v) for v in m]}  "
+              + "  ".join(f"likwid {t} {[round(v) for v in vals]}" for t, vals in refs.items()))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Build: one source tree per variant, built with NPB's make interface."""

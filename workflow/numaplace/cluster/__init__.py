@@ -1,0 +1,1 @@
+"""Cluster: what each job asks of Slurm or PBS, and PBS's dialects."""

@@ -1,0 +1,1 @@
+"""Shared leaves: CPU lists, bounds, strict file reading, the schemas, statistics, artifact names."""

@@ -1,0 +1,1 @@
+"""Judge: did threads and pages go where the placement asked?"""

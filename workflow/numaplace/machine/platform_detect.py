@@ -1,0 +1,160 @@
+"""`numaplace platform detect`: a platform file (config/platforms/<name>.yaml) written
+from the live machine, so that adding a platform never means typing CPU lists and a
+SLIT by hand.
+
+Nodes, their OS CPU ids, memory and SLIT distances come from sysfs exactly as
+`platform: auto` reads them (topology.from_sysfs), so a study plans the same runs with
+either; caches and SMT siblings from the CPUs' sysfs entries; hwloc, where installed,
+is asked for the same nodes and CPUs and its agreement (or not) goes into the header.
+The YAML is written here by hand (no PyYAML needed: the NUMA-VM guest has none).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from numaplace import ConfigError
+from numaplace.core.cpulist import format_cpulist, parse_cpulist
+from numaplace.machine.topology import from_sysfs
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _read(path):
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _size_kb(text):
+    """'32K' / '1024K' / '16M' (sysfs cache size) → kB."""
+    m = re.match(r"^(\d+)([KMG]?)$", text or "")
+    if not m:
+        return None
+    n, unit = int(m.group(1)), m.group(2)
+    return n // 1024 if not unit else n * {"K": 1, "M": 1024, "G": 1024 ** 2}[unit]
+
+
+def caches(cpu_root):
+    """[{level, type, size_kb, shared_cpus: [cpu lists]}] one entry per (level, type,
+    size), with every distinct set of CPUs sharing one such cache."""
+    found = {}
+    for idx in sorted(Path(cpu_root).glob("cpu[0-9]*/cache/index[0-9]*")):
+        level, kind = _read(idx / "level"), _read(idx / "type")
+        size, shared = _size_kb(_read(idx / "size")), _read(idx / "shared_cpu_list")
+        if not (level and kind and size and shared):
+            continue
+        key = (int(level), kind, size)
+        found.setdefault(key, set()).add(format_cpulist(parse_cpulist(shared)))
+    return [{"level": lv, "type": kind, "size_kb": size,
+             "shared_cpus": sorted(sets, key=lambda s: parse_cpulist(s)[0])}
+            for (lv, kind, size), sets in sorted(found.items())]
+
+
+def smt_siblings(cpu_root):
+    """Sets of hardware threads sharing a core (only cores with more than one)."""
+    sets = set()
+    for f in Path(cpu_root).glob("cpu[0-9]*/topology/thread_siblings_list"):
+        cpus = parse_cpulist(_read(f) or "")
+        if len(cpus) > 1:
+            sets.add(format_cpulist(cpus))
+    return sorted(sets, key=lambda s: parse_cpulist(s)[0])
+
+
+def _hwloc_cpuset(text):
+    """hwloc's cpuset '0x00000003,0xffffffff' (32-bit words, most significant first) → CPUs."""
+    bits = 0
+    for word in text.split(","):
+        bits = (bits << 32) | int(word, 16)
+    return [i for i in range(bits.bit_length()) if bits >> i & 1]
+
+
+def hwloc_nodes():
+    """(version, {node: [CPUs]}) from hwloc's XML of this machine, or None without hwloc."""
+    tool = shutil.which("lstopo-no-graphics") or shutil.which("hwloc-ls")
+    if not tool:
+        return None
+    try:
+        xml = subprocess.run([tool, "--of", "xml", "-"], capture_output=True, text=True, timeout=60).stdout
+        ver = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    nodes = {}
+    for m in re.finditer(r'<object type="NUMANode"([^>]*)>', xml):
+        attrs = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if "os_index" in attrs and "cpuset" in attrs:
+            nodes[int(attrs["os_index"])] = _hwloc_cpuset(attrs["cpuset"])
+    return (ver[-1] if ver else "?"), nodes
+
+
+def _q(text):
+    return json.dumps(text)          # a JSON string is a YAML double-quoted scalar
+
+
+def detect(name, sys_root="/sys", use_hwloc=None):
+    """The platform file's text for this machine (use_hwloc: default only on the live /sys)."""
+    if not NAME.match(name or ""):
+        raise ConfigError("numaplace platform detect", "--name",
+                          f"{name!r}: use letters, digits, '_', '.', '-' (it names config/platforms/<name>.yaml)")
+    node_root = Path(sys_root, "devices/system/node")
+    cpu_root = Path(sys_root, "devices/system/cpu")
+    topo = from_sysfs(node_root, name)
+    numa_sysfs = any(node_root.glob("node[0-9]*"))
+    cache_list, smt = caches(cpu_root), smt_siblings(cpu_root)
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = [f"numaplace platform file, written by `numaplace platform detect --name {name}`",
+            f"from {socket.gethostname()} (kernel {os.uname().release}) on {now}. Sources:"]
+    if numa_sysfs:
+        head += [f"  nodes, cpus   sysfs {node_root}/node*/cpulist",
+                 f"  memory_mb     sysfs {node_root}/node*/meminfo (MemTotal)",
+                 f"  distances     sysfs {node_root}/node*/distance (the firmware's ACPI SLIT)"
+                 if topo.distances else "  distances     none in sysfs"]
+    else:
+        head += ["  nodes         no NUMA sysfs: one node of every CPU this process may use "
+                 "(as platform: auto)"]
+    head += [f"  caches        sysfs {cpu_root}/cpu*/cache/index*/{{level,type,size,shared_cpu_list}}",
+             f"  smt_siblings  sysfs {cpu_root}/cpu*/topology/thread_siblings_list"]
+    if use_hwloc is None:
+        use_hwloc = str(sys_root) == "/sys"
+    hw = hwloc_nodes() if use_hwloc else None
+    if hw is None:
+        head.append("  hwloc         not consulted (not installed, or not the live /sys)")
+    else:
+        version, hw_nodes = hw
+        # hwloc gives a memory-only node the CPUs of the object it hangs from: compare
+        # the CPU lists of nodes with CPUs, and the node ids of all
+        agree = set(hw_nodes) == set(topo.nodes) and all(hw_nodes[n] == c for n, c in topo.nodes.items() if c)
+        if agree:
+            memory_only = [n for n, c in topo.nodes.items() if not c]
+            head.append(f"  hwloc {version}  lstopo --of xml: the same nodes and CPUs per node"
+                        + (f" (memory-only node(s) {format_cpulist(memory_only)} too)" if memory_only else ""))
+        else:
+            head.append(f"  hwloc {version}  lstopo --of xml DISAGREES: "
+                        + ", ".join(f"node {n}: {format_cpulist(c) or '-'}" for n, c in sorted(hw_nodes.items()))
+                        + " (this file keeps sysfs's)")
+    head.append("Check it, then save as config/platforms/<name>.yaml; a study names it as `platform: <name>`.")
+
+    lines = [f"# {h}" if h else "#" for h in head]
+    lines += [f"name: {name}",
+              f"description: {_q(f'{socket.gethostname()}: {len(topo.nodes)} NUMA nodes, {len(topo.cpus)} CPUs (detected)')}",
+              "launcher: numactl", "nodes:"]
+    for n in topo.node_ids:
+        cpus = format_cpulist(topo.nodes[n])
+        note = "   # memory only" if not cpus else ""
+        lines.append(f"  - {{id: {n}, cpus: {_q(cpus)}, memory_mb: {topo.memory_mb.get(n, 0)}}}{note}")
+    if topo.distances:
+        lines.append("distances:")
+        lines += [f"  - [{', '.join(str(d) for d in row)}]" for row in topo.distances]
+    lines.append("caches:" if cache_list else "caches: []")
+    for c in cache_list:
+        lines.append(f"  - {{level: {c['level']}, type: {c['type']}, size_kb: {c['size_kb']}, "
+                     f"shared_cpus: [{', '.join(_q(s) for s in c['shared_cpus'])}]}}")
+    lines.append(f"smt_siblings: [{', '.join(_q(s) for s in smt)}]")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""Plan: the study read and checked, its placements expanded, its budget, the launchers' commands."""

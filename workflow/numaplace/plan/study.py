@@ -1,0 +1,319 @@
+"""A study: the validated YAML, its platform topology and the table of measured runs.
+
+Everything a run needs is decided here, before any build or run starts; every problem
+is a ConfigError naming the file, the entry and what is wrong.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from numaplace import ConfigError
+from numaplace.core import limits
+from numaplace.plan.sources import bundled_digest, check_source
+from numaplace.kinds import kind
+from numaplace.plan.checks import check_figures, check_study
+from numaplace.plan.launch import command
+from numaplace.core.loader import load_mapping
+from numaplace.plan.memory_specs import check_args
+from numaplace.plan import budget
+from numaplace.plan.placement import MEMORY_SPECS
+from numaplace.plan.expand import expand_experiment
+from numaplace.core.schema import setting, validate_study
+from numaplace.machine.system import check_study as check_system
+from numaplace.machine.topology import from_sysfs, load_platform, platform_path
+
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    experiments: tuple
+    bench: str
+    cls: str
+    variant: str
+    rep: int
+    placement: object
+    args: tuple = ()            # extra argv of a memory micro-benchmark (experiment `args`)
+
+    @property
+    def binary_name(self):
+        return kind(self.bench).binary_name(self.cls)
+
+    def row(self):
+        return {"run_id": self.run_id, "experiment": ",".join(self.experiments),
+                "bench": self.bench, "class": self.cls, "variant": self.variant, "rep": self.rep,
+                **_plan_columns(self.placement), "command": _shown_command(self.placement, self.binary_name, tuple(self.args))}
+
+
+# Per placement, computed once: a study has few placements and many runs of each
+# (benchmarks × classes × variants × repetitions), and Snakemake asks for every run's
+# definition while it plans.
+
+@lru_cache(maxsize=None)
+def _plan_columns(p):
+    return {"placement_id": p.id, "placement": p.label, "threads": p.threads, "cpus": p.cpulist,
+            "layout": p.layout_label, "memory": p.memory.label, "binding": p.binding,
+            "launcher": p.launcher}
+
+
+@lru_cache(maxsize=None)
+def _shown_command(p, binary_name, args=()):
+    argv, env = command(p, "./" + binary_name)
+    return shlex.join([f"{k}={v}" for k, v in env.items()] + argv + [str(a) for a in args])
+
+
+@lru_cache(maxsize=None)
+def _definition(p):
+    argv, env = command(p, "BINARY")
+    return p.to_dict(), tuple(argv), tuple(env.items())
+
+
+def args_tag(args):
+    """Run-id part telling apart runs of one placement with different benchmark args."""
+    return "" if not args else ".a" + hashlib.sha256(json.dumps(list(args)).encode()).hexdigest()[:6]
+
+
+def check_memory_experiment(exp, benches, classes, placements, where, entry):
+    """Memory micro-benchmarks have one class (X) and take args; NPB kernels neither;
+    sweep/matrix cells are memory cells."""
+    memory = [b for b in benches if kind(b).family == "memory"]
+    if memory and len(memory) != len(benches):
+        raise ConfigError(where, entry + ".benchmarks", "NPB kernels and memory micro-benchmarks "
+                          f"({', '.join(memory)}) go in separate experiments")
+    if memory and classes != ["X"]:
+        raise ConfigError(where, entry + ".classes", f"{', '.join(memory)} have one class, X "
+                          "(sizes are args): write classes: [X]")
+    if not memory and "X" in classes:
+        raise ConfigError(where, entry + ".classes", "class X is the memory micro-benchmarks' class")
+    if not memory and exp.get("args"):
+        raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks (membw, memlat)")
+    if not memory and any(s for s in exp["placements"] if MEMORY_SPECS & set(s)):
+        raise ConfigError(where, entry + ".placements", "sweep, matrix and contention placements are for the "
+                          "memory micro-benchmarks (membw, memlat)")
+
+
+class Study:
+    def __init__(self, config, where, config_dir="config"):
+        self.where = str(where)
+        self.config = validate_study(config, self.where)
+        self.name = self.config["study"]
+        check_system(self.config.get("system"), self.where)     # before any run: may we?
+        check_source(self.npb, self.where)
+        self.config_dir = Path(config_dir)
+        self.topology = self._topology()
+        check_study(self.config, self.topology, self.where)
+        self.runs = self._expand()
+        self.budget_notes = []
+        if self.config.get("budget") is not None:
+            self._fit_budget()
+        check_figures(self.config, self.topology, self.runs, self.where)
+
+    def _topology(self):
+        name = setting("platform", self.config)
+        if name == "auto":
+            return from_sysfs()
+        path = platform_path(name, self.config_dir)
+        if not path.exists():
+            known = sorted(p.stem for p in (self.config_dir / "platforms").glob("*.yaml"))
+            raise ConfigError(self.where, "platform", f"unknown platform {name!r}: no {path} "
+                              f"(known: auto, {', '.join(known)})")
+        return load_platform(path, limits.of(self.config))
+
+    def _expand(self):
+        c = self.config
+        runs, by_placement_id = {}, {}
+        self.not_applicable = []          # what this machine cannot have, one line each
+        for i, exp in enumerate(c["experiments"]):
+            entry = f"experiments[{i}] ({exp['name']})"
+            placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable)
+            if not placements:
+                self.not_applicable.append(f"{entry}: left out: none of its placements exists on this "
+                                           f"machine ({self.topology.name})")
+                continue
+            for p in placements:
+                other = by_placement_id.setdefault(p.id, p)
+                if (other.cpus, other.memory, other.binding, other.launcher, other.threads) != \
+                        (p.cpus, p.memory, p.binding, p.launcher, p.threads):
+                    raise ConfigError(self.where, entry, f"duplicate placement id {p.id!r} "
+                                      f"for two different placements ({other.label} / {p.label})")
+            reps = setting("repetitions", c, exp)
+            args = tuple(str(a) for a in exp.get("args", ()))
+            benches = setting("benchmarks", c, exp)
+            classes = setting("classes", c, exp)
+            check_memory_experiment(exp, benches, classes, placements, self.where, entry)
+            if kind(benches[0]).family == "memory":
+                check_args(args, benches, placements, self.topology, c, self.where, entry)
+            for bench in benches:
+                for cls in classes:
+                    for variant in setting("variants", c, exp):
+                        for p in placements:
+                            for rep in range(1, reps + 1):
+                                rid = f"{bench}.{cls}.{variant}.{p.id}{args_tag(args)}.r{rep}"
+                                old = runs.get(rid)
+                                exps = (old.experiments if old else ()) + \
+                                    ((exp["name"],) if not old or exp["name"] not in old.experiments else ())
+                                runs[rid] = Run(rid, exps, bench, cls, variant, rep, by_placement_id[p.id], args)
+        if not runs:
+            raise ConfigError(self.where, "experiments", "nothing of this study exists on this machine: "
+                              + "; ".join(self.not_applicable))
+        return list(runs.values())
+
+    # -- what it costs --------------------------------------------------------------
+    @property
+    def speed(self):
+        """This machine's speed against the reference machine's (read bandwidth), for the
+        estimate; 1 for a named platform (planned elsewhere: nothing to measure)."""
+        if "_speed" not in self.__dict__:
+            self._speed = (budget.machine_speed(Path("results") / self.name)
+                           if setting("platform", self.config) == "auto" else 1.0)
+        return self._speed
+
+    def estimate(self):
+        return budget.Estimate(self.runs, self.binaries(), self.speed)
+
+    def _fit_budget(self):
+        """Step NPB classes down (C -> B -> A), then repetitions (to 3), until the estimate
+        fits the study's budget; each step is said in budget_notes."""
+        import copy
+        text = self.config["budget"]
+        limit = budget.parse_minutes(text) * 60
+        first = self.estimate().total
+        steps = []
+        while self.estimate().total > limit:
+            c = self.config = copy.deepcopy(self.config)
+            exps = c["experiments"]
+            classes = [k for e in exps for k in setting("classes", c, e)
+                       if set(setting("benchmarks", c, e)) & set(budget.REF_MOPS_1T)]
+            step = budget.step_down(classes)
+            if step:
+                for holder in [c] + exps:
+                    if "classes" in holder:
+                        holder["classes"] = list(dict.fromkeys(step.get(k, k) for k in holder["classes"]))
+                if "classes" not in c:
+                    c["classes"] = [step.get(k, k) for k in setting("classes", c)]
+                steps.append(", ".join(f"class {a} -> {b}" for a, b in step.items()))
+            else:
+                reps = {e["name"]: setting("repetitions", c, e) for e in exps}
+                if max(reps.values()) <= 3:
+                    raise ConfigError(self.where, "budget", f"{text}: even class A with at most 3 repetitions is "
+                                      f"estimated at {budget.format_duration(self.estimate().total)}; "
+                                      "raise the budget or leave experiments out")
+                for e in exps:                  # never below 3, and never up to 3 from fewer
+                    if reps[e["name"]] > 3:
+                        e["repetitions"] = reps[e["name"]] - 1
+                steps.append("one repetition fewer")
+            self.runs = self._expand()
+        if steps:
+            fewer = steps.count("one repetition fewer")
+            steps = [x for x in steps if x != "one repetition fewer"] + \
+                ([f"{fewer} repetition{'s' if fewer > 1 else ''} fewer where there were more than 3"] if fewer else [])
+            self.budget_notes.append(f"budget {text}: estimated {budget.format_duration(first)} before; "
+                                     f"dropped: {'; '.join(steps)}; now {budget.format_duration(self.estimate().total)}")
+
+    # -- builds --------------------------------------------------------------------
+    @property
+    def npb(self):
+        return self.config.get("npb", {})
+
+    def build_key(self):
+        """Short hash of everything that changes the binaries (source, bundled trees' contents, flags)."""
+        n = self.npb
+        key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
+        key["bundled"] = bundled_digest(n)
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+
+    def binaries(self):
+        return sorted({(r.bench, r.cls, r.variant) for r in self.runs})
+
+    def run(self, run_id):
+        if not hasattr(self, "_by_id"):
+            self._by_id = {r.run_id: r for r in self.runs}
+        return self._by_id[run_id]
+
+    def run_params(self, run_id):
+        """Everything that defines one measured run (its rule's params): changes here, and
+        only here, make Snakemake re-run it."""
+        r = self.run(run_id)
+        placement, argv, env = _definition(r.placement)
+        argv = list(argv) + list(r.args)
+        # what is captured, not how it is judged: fidelity thresholds are no run's params
+        capture = {k: v for k, v in self.config.get("capture", {}).items() if k != "fidelity"}
+        return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
+                "variant": r.variant, "rep": r.rep, "placement": dict(placement),
+                "argv": list(argv), "env": dict(env), "capture": capture, "run": self.config.get("run", {}),
+                # only when set: studies without it keep their params (and their records)
+                **({"system": self.config["system"]} if self.config.get("system") else {})}
+
+    @property
+    def fidelity_thresholds(self):
+        """The study's fidelity thresholds: `fidelity:`, or the older `capture.fidelity`. The
+        schema fills its defaults into both: a default in `fidelity:` does not hide a value
+        the study set in `capture.fidelity`."""
+        from numaplace.core.schema import defaults
+        older = self.config.get("capture", {}).get("fidelity", {})
+        given = {k: v for k, v in self.config.get("fidelity", {}).items()
+                 if not (k in older and v == defaults("fidelity").get(k))}
+        return {**older, **given}
+
+    def plan_digest(self):
+        return hashlib.sha256(json.dumps([r.row() for r in self.runs]).encode()).hexdigest()[:16]
+
+    def write_plan(self, path):
+        """plan.tsv, one row per run, and beside it not_applicable.txt: what the study asks
+        for that this machine cannot have (one line each; empty when everything applies)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [r.row() for r in self.runs]
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+        (path.parent / NOT_APPLICABLE).write_text("".join(line + "\n" for line in self.not_applicable))
+        est = self.estimate()
+        (path.parent / PLAN_ESTIMATE).write_text(json.dumps(
+            {"runs": len(self.runs), "runs_s": est.total - est.builds, "builds_s": est.builds,
+             "speed": self.speed, "per_experiment_s": est.per_experiment}, indent=1))
+
+    def plan_summary(self):
+        """What `numaplace plan` and the workflow's first lines say: runs per experiment,
+        the classes per kernel, and what was left out as not applicable here."""
+        topo = self.topology
+        head = (f"study {self.name} on {topo.name}: {len(topo.cpu_nodes)} NUMA node"
+                f"{'s' if len(topo.cpu_nodes) != 1 else ''}, {len(topo.cores())} cores"
+                + (f" ({len(topo.cpus)} CPUs)" if topo.siblings else "") + f": {len(self.runs)} runs")
+        per_exp = {e["name"]: 0 for e in self.config["experiments"]}
+        for r in self.runs:
+            for e in r.experiments:
+                per_exp[e] = per_exp.get(e, 0) + 1
+        classes = {}
+        for r in self.runs:
+            classes.setdefault(r.bench, set()).add(r.cls)
+        est = self.estimate()
+        speed = (f"this machine reads {self.speed * budget.REF_READ_GBS:.1f} GB/s, the reference "
+                 f"{budget.REF_READ_GBS:.1f}" if setting("platform", self.config) == "auto"
+                 else "at the reference machine's speed: a named platform is not measured")
+        lines = [head + f", estimated machine time {budget.format_duration(est.total)} ({speed})",
+                 "  classes: " + ", ".join(f"{b} {'/'.join(sorted(c))}" for b, c in sorted(classes.items()))]
+        lines += [f"  {e}: {n} run{'s' if n != 1 else ''}, ~{budget.format_duration(est.per_experiment.get(e, 0))}"
+                  for e, n in per_exp.items() if n]
+        if any(len(r.experiments) > 1 for r in self.runs):
+            lines.append("  (a run that experiments share counts in each of them, once in the total)")
+        lines += [f"  builds: {len(self.binaries())}, ~{budget.format_duration(est.builds)}"]
+        lines += [f"  {line}" for line in self.budget_notes + budget.memory_warnings(self.runs, self.topology)
+                  + self.not_applicable]
+        return lines
+
+
+NOT_APPLICABLE = "not_applicable.txt"      # beside plan.tsv
+PLAN_ESTIMATE = "estimate.json"            # beside plan.tsv: the machine time the plan said
+
+
+def load_study_file(path, config_dir="config"):
+    """The study in a file, read strictly (numaplace.core.loader) and checked whole."""
+    return Study(load_mapping(path, "study"), path, config_dir)

@@ -1,0 +1,1 @@
+"""Records: the run record's format, written, read, kept and set aside."""

@@ -1,0 +1,1 @@
+"""Report: the answer, summary.md and the HTML report."""

@@ -1,0 +1,189 @@
+"""The answer in a few lines: what the machine is (measured local vs remote latency and
+bandwidth beside its SLIT distances) and, per kernel and class, the best and the worst
+placement, what the wrong choice costs with a 95 % confidence interval, and whether that
+is beyond noise. One text for the report's first screen, summary.md and the terminal at
+the end of the workflow (artifacts.ANSWER_FILE beside summary.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+
+def _mean(xs):
+    return float(np.mean(xs)) if len(xs) else float("nan")
+
+
+def machine_line(matrix, topology):
+    """One line on the machine: nodes, SLIT remote/local, and the measured ratios."""
+    nodes = len((topology or {}).get("nodes", {})) or None
+    dist = (topology or {}).get("distances")
+    slit = ""
+    if dist and len(dist) > 1:
+        remote = [dist[i][j] for i in range(len(dist)) for j in range(len(dist)) if i != j]
+        slit = f"SLIT remote/local {_mean(remote) / dist[0][0]:.2f}x"
+    head = f"machine: {nodes} NUMA node{'s' if nodes != 1 else ''}" if nodes else "machine"
+    if matrix is None or not len(matrix):
+        return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
+               "of memlat and membw to see local vs remote)"
+    parts = [head]
+    top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
+    for bench, what, unit, scale in (("memlat", "latency", "ns", 1.0), ("membw", "read bandwidth", "GB/s", 1e-3)):
+        m = top[top["bench"] == bench]
+        if not len(m):
+            continue
+        local = m[m["reader_node"] == m["memory_node"]]["median"]
+        remote = m[m["reader_node"] != m["memory_node"]]["median"]
+        if len(remote):
+            parts.append(f"{what} local {_mean(local) * scale:.3g} {unit}, remote {_mean(remote) * scale:.3g} {unit} "
+                         f"({_mean(remote) / _mean(local):.2f}x)")
+        else:
+            parts.append(f"{what} {_mean(local) * scale:.3g} {unit} (local only)")
+    if slit:
+        parts.append(slit)
+    return " · ".join(parts)
+
+
+def cost_interval(best, worst, seed=0):
+    """95 % percentile-bootstrap interval of the cost of the wrong choice in %, from the
+    two placements' Mop/s (higher is better): 100 (1 - median(worst) / median(best))."""
+    from scipy.stats import bootstrap
+    best, worst = np.asarray(best, float), np.asarray(worst, float)
+    if min(len(best), len(worst)) < 2:
+        return None
+    res = bootstrap((best, worst), lambda b, w, axis=-1: 100 * (1 - np.median(w, axis=axis) / np.median(b, axis=axis)),
+                    vectorized=True, paired=False, confidence_level=0.95, n_resamples=2000,
+                    method="percentile", random_state=np.random.default_rng(seed))
+    lo, hi = res.confidence_interval
+    return float(lo), float(hi)
+
+
+def _group(runs, key, placement_id):
+    return runs[(runs["placement_id"] == placement_id) & (runs["bench"] == key["bench"])
+                & (runs["class"].astype(str) == str(key["class"])) & (runs["variant"] == key["variant"])
+                & (runs["threads"] == key["threads"]) & runs["current"].astype(bool) & (runs["status"] == "ok")]
+
+
+def _rates(a, b):
+    """The rates of two groups of current ok runs, in one unit for both: Mop/s where every
+    run has it, else 1 / time."""
+    if a["mops"].notna().all() and b["mops"].notna().all():
+        return list(a["mops"]), list(b["mops"])
+    return list(1 / a["npb_time_s"].dropna()), list(1 / b["npb_time_s"].dropna())
+
+
+def same_cpus_and_memory(r, desc):
+    """Best and worst of a best_worst row on the same CPUs with the same memory (desc:
+    summary rows by placement id): a binding or launcher difference, not a placement."""
+    b, w = desc.get(r["best_placement_id"], {}), desc.get(r["worst_placement_id"], {})
+    return bool(b) and bool(w) and (b.get("cpus"), b.get("memory")) == (w.get("cpus"), w.get("memory"))
+
+
+def _noise(r):
+    noise = {"yes": "beyond noise", "no": "within noise", "unknown": "too few runs to tell"}.get(
+        str(r["differs"]), str(r["differs"]))
+    if pd.notna(r.get("mwu_p")):
+        noise += f", Mann-Whitney p={float(r['mwu_p']):.2g}"
+    return noise
+
+
+def kernel_lines(best_worst, summary, runs):
+    """Per kernel and class: the case (variant, threads) where the wrong placement costs
+    most. Best and worst on the same CPUs with the same memory differ only in binding or
+    launcher: that is said as such, never as a placement effect."""
+    out = []
+    if best_worst is None or not len(best_worst):
+        return out
+    bw = best_worst[best_worst["best_placement_id"] != best_worst["worst_placement_id"]]
+    desc = {} if summary is None else {r["placement_id"]: r for r in summary.to_dict("records")}
+    for (bench, cls), g in bw.groupby(["bench", "class"], sort=True):
+        g = g.sort_values("improvement_pct", ascending=False)
+        placed = g[[not same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
+        r = (placed if len(placed) else g).iloc[0]
+        case = f"{str(bench).upper()} class {cls} ({r['variant']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''})"
+        if not len(placed):
+            out.append(f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
+                       f"memory, only the binding or the launcher differs ({r['best_placement']} / "
+                       f"{r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
+            continue
+        bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
+        bm, wm = _rates(bg, wg)
+        shared = int(pd.concat([bg, wg])["shared_cpus"].astype(bool).sum()) if "shared_cpus" in runs else 0
+        flags = f"; {shared} of these runs shared their CPUs with other load" if shared else ""
+        drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
+        out.append(f"{case}: best {r['best_placement']} ({r['best_median_s']:.3g} s), worst {r['worst_placement']} "
+                   f"({r['worst_median_s']:.3g} s): the wrong choice costs {_cost(r, cost_interval(bm, wm))}, "
+                   f"{_noise(r)}{flags}{drift}")
+    return out
+
+
+def _cost(r, ci):
+    if bool(r["below_resolution"]):
+        return "below the timer's resolution"
+    return f"{r['improvement_pct']:.0f} %" + (f" [95 % CI {ci[0]:.0f} to {ci[1]:.0f} %]" if ci else "")
+
+
+def serial_init_lines(summary, runs):
+    """Per kernel and class: what serial initialisation (every page first written by the
+    master thread) costs against NPB's parallel first touch on the same placement, where
+    both were measured; the placement where it costs most."""
+    out = []
+    if summary is None or not len(summary) or "variant" not in summary:
+        return out
+    ok = summary[summary["n"].fillna(0) > 0]
+    keys = ["bench", "class", "threads", "placement_id"]
+    pairs = ok[ok["variant"] == "default"].merge(ok[ok["variant"] == "serial-init"], on=keys,
+                                                   suffixes=("_par", "_ser"))
+    if not len(pairs):
+        return out
+    # time saved by parallel first touch, relative to serial-init: from Mop/s where NPB
+    # printed it (its timer's full precision), else from the printed times
+    by_mops = (pairs["mops_median_par"] > 0) & (pairs["mops_median_ser"] > 0)
+    pairs = pairs.assign(cost=np.where(by_mops, 100 * (1 - pairs["mops_median_ser"] / pairs["mops_median_par"]),
+                                       100 * (1 - pairs["time_median_s_par"] / pairs["time_median_s_ser"])))
+    pairs = pairs[pairs["cost"].notna()]
+    from numaplace.core.cpulist import parse_cpulist
+    # on one node serial initialisation puts the pages where first touch does: no effect
+    pairs = pairs.assign(spans=[len(parse_cpulist(str(x).split(" on ")[-1])) > 1 for x in pairs["layout_par"]])
+    for (bench, cls), g in pairs.groupby(["bench", "class"], sort=True):
+        if not g["spans"].any():
+            out.append(f"{str(bench).upper()} class {cls}: serial initialisation vs parallel first touch: no effect "
+                       "to show: every placement measured with both runs on one NUMA node, where both put the "
+                       "pages alike")
+            continue
+        r = g[g["spans"]].sort_values("cost", ascending=False).iloc[0]
+        key = {"bench": bench, "class": cls, "threads": r["threads"]}
+        par = _group(runs, {**key, "variant": "default"}, r["placement_id"])
+        ser = _group(runs, {**key, "variant": "serial-init"}, r["placement_id"])
+        ci = cost_interval(*_rates(par, ser))
+        sign = 1 if r["cost"] >= 0 else -1          # "saves" says the negated cost and interval
+        if ci and sign < 0:
+            ci = (-ci[1], -ci[0])
+        cost = f"{sign * r['cost']:.0f} %" + (f" [95 % CI {ci[0]:.0f} to {ci[1]:.0f} %]" if ci else "")
+        beyond = ("beyond noise" if min(len(par), len(ser)) >= 2 and
+                  (r["time_max_s_par"] < r["time_min_s_ser"] or r["time_max_s_ser"] < r["time_min_s_par"])
+                  else "within noise" if min(len(par), len(ser)) >= 2 else "too few runs to tell")
+        out.append(f"{str(bench).upper()} class {cls}: serial initialisation (every page on the master's node) "
+                   f"{'costs' if sign > 0 else 'saves'} {cost} against parallel first touch on "
+                   f"{r['placement_par']} ({r['time_median_s_ser']:.3g} s vs {r['time_median_s_par']:.3g} s), {beyond}")
+    return out
+
+
+def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
+    """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
+    lines = [machine_line(tables.get("memory_matrix"), topology)]
+    ks = kernel_lines(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
+    npb = tables.get("runs")
+    lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
+    if ks:
+        lines += ks
+    elif npb is not None and len(npb) and npb["bench"].isin(["cg", "mg"]).any():
+        lines.append("NPB: no kernel/class/variant/thread count has two placements with an ok run yet")
+    if not_applicable:
+        lines.append(f"not applicable here ({len(not_applicable)}): " + "; ".join(
+            line.split(": not applicable here: ", 1)[-1] for line in not_applicable[:3])
+                     + (" ..." if len(not_applicable) > 3 else ""))
+    if estimate_line:
+        lines.append(estimate_line)
+    return lines

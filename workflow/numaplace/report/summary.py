@@ -1,0 +1,451 @@
+"""The report: summary.md (key tables, failures, drift, figure links) and the HTML
+report (Snakemake's own `--report`). The report rules reach them through the
+`numaplace tables|figures|summary|html` commands (numaplace.cli).
+"""
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from numaplace.tables import aggregate
+from numaplace.figures import plots
+
+LIST_MAX = 200          # rows listed per section of summary.md (the CSVs hold them all)
+
+
+# -- markdown helpers --------------------------------------------------------------
+
+def _cell(v):
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return ""
+    try:
+        if pd.isna(v):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(df, columns):
+    """columns: [(header, column or function of the row)] → a Markdown table."""
+    head = "| " + " | ".join(h for h, _ in columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    lines = [head, rule]
+    for _, r in df.iterrows():
+        cells = [_cell(c(r) if callable(c) else r[c]) for _, c in columns]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _s(x):
+    """A time in seconds as NPB prints it (two decimals)."""
+    return "" if pd.isna(x) else f"{float(x):.2f}"
+
+
+def _pct(x):
+    return "" if pd.isna(x) else f"{float(x):.1f}%"
+
+
+def _short(text, width=200):
+    """A reason on one line, cut at width (the record keeps it whole)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return ""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _truthy(v):
+    return v is True or str(v) == "True"
+
+
+def _limited(df, what):
+    if len(df) <= LIST_MAX:
+        return df, ""
+    return df.head(LIST_MAX), f"\n\n… and {len(df) - LIST_MAX} more {what} (see the CSV tables).\n"
+
+
+# -- the answer: first screen of summary.md and of the HTML report --------------------
+
+def _cost(r):
+    if _truthy(r["below_resolution"]):
+        return "below resolution"
+    return _pct(r["improvement_pct"])
+
+
+def answer_rows(best_worst, summary=None):
+    """One line per (kernel, class, variant, threads): best and worst placement, the cost
+    of the wrong choice, whether it is beyond run-to-run noise, and drift flags. Best and
+    worst on the same CPUs with the same memory are marked as a binding difference."""
+    from numaplace.report.answer import same_cpus_and_memory
+    desc = {} if summary is None else {r["placement_id"]: r for r in summary.to_dict("records")}
+    rows = []
+    for _, r in best_worst.iterrows():
+        if r["best_placement_id"] == r["worst_placement_id"]:
+            continue                              # one placement: no choice to answer
+        noise = {"yes": "beyond noise", "no": "within noise", "unknown": "too few runs to tell"}.get(
+            str(r["differs"]), str(r["differs"]))
+        rows.append({"case": f"{str(r['bench']).upper()} class {r['class']} · {r['variant']} · "
+                             f"{r['threads']} thread{'s' if int(r['threads']) != 1 else ''}",
+                     "best": r["best_placement"], "worst": r["worst_placement"],
+                     "cost": _cost(r) + (" (same CPUs and memory: binding only, not a placement effect)"
+                                         if same_cpus_and_memory(r, desc) else ""),
+                     "noise": noise, "drift": "rests on drifted runs" if _truthy(r["rests_on_drift"]) else ""})
+    return rows
+
+
+def answer_markdown(best_worst, manifest, lines=(), npb=True, summary=None):
+    out = ["## The answer", ""] + [f"- {line}" for line in lines] + ([""] if lines else [])
+    if not npb:
+        return out
+    rows = answer_rows(best_worst, summary)
+    if not rows:
+        return out + ["No comparison yet: no kernel/class/variant/thread count has two placements with an ok run.", ""]
+    out += ["Per kernel, class, variant and thread count: the best and the worst placement by median "
+            "time, and what the wrong choice costs (time saved by the best, relative to the worst; "
+            "from NPB's Mop/s, which keeps the timer's full precision).", ""]
+    out += [md_table(pd.DataFrame(rows), [("case", "case"), ("best placement", "best"),
+                                          ("worst placement", "worst"), ("cost of the wrong choice", "cost"),
+                                          ("", "noise"), ("flags", "drift")]), ""]
+    if manifest is not None and len(manifest):
+        for _, r in manifest[manifest["kind"] == "best_worst"].iterrows():
+            img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
+            out += [f"![{r['title']}](figures/{img})", ""]
+    return out
+
+
+def answer_rst(best_worst):
+    """The answer as reStructuredText, for the HTML report's landing page."""
+    rows = answer_rows(best_worst)
+    if not rows:
+        return "No comparison yet: no kernel/class/variant/thread count has two placements with an ok run."
+    lines = []
+    for r in rows:
+        flags = ", ".join(x for x in (r["noise"], r["drift"]) if x)
+        lines.append(f"- **{r['case']}**: best *{r['best']}*, worst *{r['worst']}*: the wrong choice "
+                     f"costs **{r['cost']}** ({flags})")
+    return "\n".join(lines)
+
+
+# -- the machine as the kernel saw it (record field `system`, numaplace.machine.system) ----------
+
+SYSTEM_LABELS = {"numa_balancing": "automatic NUMA balancing (start)",
+                 "numa_balancing_at_end": "automatic NUMA balancing (end)",
+                 "thp_enabled": "transparent huge pages", "thp_defrag": "THP defrag",
+                 "zone_reclaim_mode": "zone_reclaim_mode", "cpufreq_governor": "cpufreq governor",
+                 "smt_active": "SMT active", "kernel_cmdline": "kernel command line"}
+
+
+def system_markdown(runs):
+    """One line per setting: its value in every run, or the values and the runs that
+    differ from the most common one (such a study compares unlike runs)."""
+    out = ["## The machine as the kernel saw it", ""]
+    cols = [c for c in (f"sys_{k}" for k in SYSTEM_LABELS) if c in runs]
+    if not len(runs) or not cols or runs[cols].isna().all().all():
+        return out + ["Not recorded (records older than the `system` field).", ""]
+    out += ["Settings that move pages or change times, read from /proc and /sys as each run "
+            "started (balancing again as it ended).", ""]
+    rows, flagged = [], []
+    for key, label in SYSTEM_LABELS.items():
+        col = runs[f"sys_{key}"].map(lambda v: "not recorded" if _cell(v) == "" else _cell(v)) \
+            if f"sys_{key}" in runs else None
+        if col is None:
+            continue
+        counts = col.value_counts()
+        if len(counts) == 1:
+            rows.append({"setting": label, "value": _short(counts.index[0], 300), "runs": "all"})
+            continue
+        common = counts.index[0]
+        odd = runs.loc[col != common, "run_id"].tolist()
+        rows.append({"setting": label, "value": "DIFFERS: " + "; ".join(
+            f"{_short(v, 120)} ({n} run{'s' if n != 1 else ''})" for v, n in counts.items()),
+            "runs": ", ".join(odd[:20]) + (" …" if len(odd) > 20 else "")})
+        flagged.append(label)
+    out += [md_table(pd.DataFrame(rows), [("setting", "setting"), ("value", "value"),
+                                          ("runs not at the most common value", "runs")]), ""]
+    if flagged:
+        out += [f"**The runs differ in {', '.join(flagged)}**: their times are not strictly comparable.", ""]
+    on = runs["sys_numa_balancing"].map(lambda v: _cell(v) not in ("", "0", "0.0")) \
+        if "sys_numa_balancing" in runs else None
+    if on is not None and on.any():
+        moved = int((runs.get("fidelity_migration") == "drift").sum()) if "fidelity_migration" in runs else 0
+        out += [f"Automatic NUMA balancing was on in {int(on.sum())} run(s): the kernel may move "
+                f"first-touch and serial-init pages mid-run; {moved} run(s) had pages moved (in the "
+                "drift section, `migration`). Set `system: {numa_balancing: off}` to measure placements "
+                "as asked.", ""]
+    return out
+
+
+# -- summary.md ----------------------------------------------------------------------
+
+def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None, answer=()):
+    """summary.md: the answer first, then the evidence behind it, section by section. A
+    study of memory micro-benchmarks alone leads with its matrices and has no NPB sections."""
+    runs, summary, bw = tables["runs"], tables["summary"], tables["best_worst"]
+    npb = bool(len(runs)) and runs["bench"].isin(["cg", "mg"]).any() or \
+        (plan is not None and len(plan) and plan["bench"].isin(["cg", "mg"]).any())
+    current = runs[runs["current"].map(_truthy)] if len(runs) else runs
+    name = study or (runs["study"].dropna().iloc[0] if len(runs) and runs["study"].notna().any() else "study")
+    out = [f"# Placement study `{name}`: summary", ""]
+    if description:
+        out += [description, ""]
+    out += _facts_markdown(runs, current, summary)
+    out += answer_markdown(bw, manifest, answer, npb, summary)
+    if not npb:
+        out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
+    out += _status_markdown(runs)
+    out += system_markdown(current)
+    if npb:
+        out += _best_worst_markdown(bw)
+    out += _failed_markdown(runs)
+    out += _drift_markdown(runs)
+    out += _flagged_runs(runs)
+    out += _unrecorded_markdown(plan, current)
+    if npb:
+        out += _per_placement_markdown(summary)
+        out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
+    out += _figures_markdown(manifest)
+    if tables_link:
+        out += ["## Tables", "", "All numbers, as CSV: " + ", ".join(
+            f"[{n}.csv]({tables_link}/{n}.csv)" for n in aggregate.TABLES) + ".", ""]
+    return "\n".join(out)
+
+
+def _facts_markdown(runs, current, summary):
+    planned = int(summary["n_planned"].fillna(0).sum()) if "n_planned" in summary else 0
+    missing = int(summary["n_missing"].fillna(0).sum()) if "n_missing" in summary else 0
+    facts = [f"{len(current)} run records", f"{len(runs) - len(current)} set-aside attempts"]
+    if planned:
+        facts.append(f"{planned} planned runs, {missing} without a record yet")
+    return ["Built from " + ", ".join(facts) + ". Times are NPB's own \"Time in seconds\"; "
+            "statistics are over the current ok records of each placement.", ""]
+
+
+def _status_markdown(runs):
+    out = ["## Runs by status", ""]
+    if not len(runs):
+        return out + ["No run records yet.", ""]
+    counts = runs.assign(kind=runs["current"].map(lambda c: "current" if _truthy(c) else "set aside"))
+    counts = counts.pivot_table(index="status", columns="kind", values="run_id", aggfunc="count",
+                                fill_value=0).reset_index()
+    cols = [("status", "status")] + [(c, c) for c in ("current", "set aside") if c in counts]
+    return out + [md_table(counts, cols), ""]
+
+
+def _best_worst_markdown(bw):
+    out = ["## Best and worst placement", "",
+           "Per (benchmark, class, variant, threads), by median time. *Improvement* is the time "
+           "saved by moving from the worst placement to the best, relative to the worst. "
+           "*Beyond noise*: yes when the min–max ranges of the two placements do not overlap, "
+           "unknown when either has fewer than 2 ok runs; *p* is the exact two-sided "
+           "Mann-Whitney U p-value (≥ 3 runs each). *Drift*: a run of either placement did "
+           "not keep its threads or pages where asked.", ""]
+    if not len(bw):
+        return out + ["No placement has an ok run yet.", ""]
+    return out + [md_table(bw, [
+        ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
+        ("threads", "threads"), ("best placement", "best_placement"),
+        ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
+        ("worst placement", "worst_placement"), ("median (s)", lambda r: _s(r["worst_median_s"])),
+        ("n", "worst_n"), ("improvement", _cost),
+        ("beyond noise", "differs"),
+        ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
+        ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]
+
+
+def _failed_markdown(runs):
+    bad = runs[runs["status"] != "ok"] if len(runs) else runs
+    out = ["## Failed and unverified runs", ""]
+    if not len(bad):
+        return out + ["None: every record is ok.", ""]
+    bad, more = _limited(bad, "runs")
+    return out + [md_table(bad, [("run", "run_id"), ("attempt", "attempt"),
+                                 ("record", lambda r: "current" if _truthy(r["current"]) else "set aside"),
+                                 ("placement", "placement"), ("status", "status"),
+                                 ("reason", lambda r: _short(r["reason"]))]) + more, ""]
+
+
+def _drift_markdown(runs):
+    drift = runs[runs["fidelity"] == "drift"] if len(runs) else runs
+    out = ["## Placement fidelity drift", "",
+           "Runs whose threads or data pages did not stay where the placement asked "
+           "(record field `fidelity`); their times are in the statistics but flagged.", ""]
+    if not len(drift):
+        unknown = int((runs["fidelity"] == "unknown").sum()) if len(runs) else 0
+        return out + ["None." + (f" ({unknown} records have fidelity *unknown*: no capture to judge.)"
+                                 if unknown else ""), ""]
+    drift, more = _limited(drift, "runs")
+    return out + [md_table(drift, [("run", "run_id"), ("placement", "placement"), ("status", "status"),
+                                   ("threads", "fidelity_threads"), ("memory", "fidelity_memory"),
+                                   ("why", lambda r: _short(r["fidelity_reasons"], 300))]) + more, ""]
+
+
+def _unrecorded_markdown(plan, current):
+    if plan is None or not len(plan):
+        return []
+    have = set(current["run_id"]) if len(current) else set()
+    absent = plan[~plan["run_id"].isin(have)]
+    out = ["## Planned runs without a record", ""]
+    if not len(absent):
+        return out + ["None: every planned run has a record.", ""]
+    absent, more = _limited(absent, "runs")
+    return out + [md_table(absent, [("run", "run_id"), ("placement", "placement")]) + more, ""]
+
+
+def _per_placement_markdown(summary):
+    out = ["## Per placement", ""]
+    if not len(summary):
+        return out
+    s, more = _limited(summary, "placements")
+    return out + [md_table(s, [
+        ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
+        ("threads", "threads"), ("placement", "placement"), ("n", "n"), ("failed", "n_failed"),
+        ("min", lambda r: _s(r["time_min_s"])), ("median", lambda r: _s(r["time_median_s"])),
+        ("mean", lambda r: _s(r["time_mean_s"])), ("max", lambda r: _s(r["time_max_s"])),
+        ("CV", lambda r: _pct(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
+        ("drift", lambda r: r["n_drift"] or "")]) + more, ""]
+
+
+def _figures_markdown(manifest):
+    out = ["## Figures", ""]
+    if manifest is None or not len(manifest):
+        return out + ["No figures.", ""]
+    for kind in plots.KINDS:
+        rows = manifest[manifest["kind"] == kind]
+        if not len(rows):
+            continue
+        out += [f"### {plots.FIGURES[kind]}", ""]
+        for _, r in rows.iterrows():
+            img = r.get("png") if isinstance(r.get("png"), str) else r.get("svg")
+            out += [f"![{r['title']}](figures/{img})", ""]
+    return out
+
+
+def memory_markdown(memory, matrix):
+    """The memory micro-benchmarks' section: median per reader × memory node at the
+    largest size of each (bench, mode, via), and the page placement of every cell."""
+    if memory is None or not len(memory):
+        return []
+    out = ["## Memory micro-benchmarks", "",
+           "membw (MB/s, 10^6 B/s) and memlat (ns per load), median per reader node × memory node "
+           "at the largest size measured; full rows in memory.csv, all sizes in memory_matrix.csv. "
+           f"Pages on the intended memory node: min {memory['pages_on_memory_node'].min():.2%} over "
+           f"{len(memory)} values; {int((memory['status'] == 'drift').sum())} values below 99 % (drift).", ""]
+    if matrix is not None and len(matrix):
+        top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
+        out += [md_table(top, [("bench", "bench"), ("mode", "mode"), ("size (B)", "size_bytes"), ("via", "via"),
+                               ("reader node", "reader_node"), ("memory node", "memory_node"),
+                               ("median", lambda r: f"{float(r['median']):.4g}"), ("n", "n"), ("unit", "unit")]), ""]
+    return out
+
+
+def _flagged_runs(runs):
+    """Runs whose CPUs were shared during the run, and files that could not be read."""
+    out = ["## Runs that shared their CPUs", "",
+           f"Runs whose CPUs spent more than {aggregate.FOREIGN_LOAD_MAX:.0%} of their time on "
+           "other processes while the benchmark ran (record field `foreign_load`).", ""]
+    shared = runs[runs["shared_cpus"].map(_truthy)] if len(runs) and "shared_cpus" in runs else runs.iloc[0:0]
+    if len(shared):
+        shared, more = _limited(shared, "runs")
+        out += [md_table(shared, [("run", "run_id"), ("attempt", "attempt"), ("placement", "placement"),
+                                  ("foreign share", lambda r: _pct(100 * float(r["foreign_load_share"])))])
+                + more, ""]
+    else:
+        out += ["None.", ""]
+    bad = runs[(runs["status"] == "unreadable") | runs["problems"].map(lambda x: isinstance(x, str) and x != "")] \
+        if len(runs) and "problems" in runs else runs.iloc[0:0]
+    out += ["## Files that could not be read", ""]
+    if len(bad):
+        bad, more = _limited(bad, "files")
+        out += [md_table(bad, [("run", "run_id"), ("record", "record"),
+                               ("problem", lambda r: _short(r["problems"] if isinstance(r["problems"], str) and r["problems"]
+                                           else r["reason"], 400))]) + more, ""]
+    else:
+        out += ["None.", ""]
+    return out
+
+
+def study_answer(tables, results_dir):
+    """The answer's lines for a study's results folder: its tables, the machine of its
+    records, what the plan left out as not applicable, and the estimate beside the real
+    machine time; written to answer.txt beside summary.md (the terminal's and the
+    landing's text)."""
+    import json
+    from numaplace.report.answer import answer_lines
+    from numaplace.record.store import iter_records
+    from numaplace.plan.study import NOT_APPLICABLE, PLAN_ESTIMATE
+    results_dir = Path(results_dir)
+    topology = next((r.get("topology") for r in iter_records(results_dir) if r.get("topology")), None)
+    na = results_dir / NOT_APPLICABLE
+    not_applicable = na.read_text().splitlines() if na.exists() else []
+    estimate_line = None
+    est = results_dir / PLAN_ESTIMATE
+    runs = tables["runs"]
+    if est.exists() and len(runs):
+        e = json.loads(est.read_text())
+        current = runs[runs["current"].map(_truthy)]
+        start = pd.to_datetime(current.get("started"), errors="coerce", utc=True)
+        end = start + pd.to_timedelta(pd.to_numeric(current.get("wall_s"), errors="coerce"), unit="s")
+        if start.notna().any() and end.notna().any():
+            from numaplace.plan.budget import format_duration
+            span = (end.max() - start.min()).total_seconds()
+            estimate_line = (f"machine time of the runs: estimated {format_duration(e['runs_s'])} before the study, "
+                             f"measured {format_duration(span)} from the first run's start to the last one's end "
+                             f"({len(current)} of {e['runs']} runs recorded)")
+    return answer_lines(tables, topology, not_applicable, estimate_line)
+
+
+def write_summary(tables_dir, figures_dir, out, study=None, description=None, plan_path=None):
+    tables = aggregate.read_tables(tables_dir)
+    mpath = Path(figures_dir) / plots.MANIFEST
+    manifest = pd.read_csv(mpath) if mpath.exists() else None
+    link = os.path.relpath(tables_dir, Path(out).parent)
+    plan = aggregate.read_plan(plan_path)
+    from numaplace.core.artifacts import ANSWER_FILE
+    answer = study_answer(tables, Path(plan_path).parent) if plan_path else []
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    (Path(out).parent / ANSWER_FILE).write_text("".join(line + "\n" for line in answer))
+    text = summary_markdown(tables, manifest, study, description, link, plan, answer)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text)
+    return out
+
+
+# -- HTML report -------------------------------------------------------------------
+
+ANSWER_FILE_SUFFIX = ".report-answer.yaml"   # a config file that only carries the answer
+
+
+def build_html(out, snakefile, configfiles=(), targets=(), workdir=".", tables_dir=None):
+    """Snakemake's own report of the workflow (results marked report() in the rules);
+    it only reads the DAG and the metadata: it runs no job. Its landing page
+    (workflow/report/workflow.rst) starts with the study's answer, handed to it as the
+    config key `report_answer` in a config file of its own."""
+    import yaml
+    # targets first: --configfile takes every word after it
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile), "--nolock",
+           "--report", str(out)]
+    files = [str(c) for c in configfiles]
+    if tables_dir is not None:
+        from numaplace.core.artifacts import ANSWER_FILE
+        lines_file = Path(workdir, out).parent / ANSWER_FILE           # the summary's answer
+        text = ("\n".join(f"- {line}" for line in lines_file.read_text().splitlines())
+                if lines_file.exists() else answer_rst(aggregate.read_tables(tables_dir)["best_worst"]))
+        answer = Path(workdir, str(out) + ANSWER_FILE_SUFFIX)
+        answer.write_text(yaml.safe_dump({"report_answer": text}))
+        files = [str(answer)] + files            # the study file stays the last one
+    if files:
+        cmd += ["--configfile", *files]
+    # with this process's environment: inside a workflow NUMAPLACE_FROZEN_STUDY makes the
+    # nested Snakemake read the study as the workflow read it (numaplace.plan.frozen), not the
+    # study file, which may have been edited since
+    r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    sys.stderr.write(shlex.join(cmd) + "\n" + r.stdout + r.stderr)     # the rule's log
+    if r.returncode != 0 or not Path(workdir, out).exists():
+        raise RuntimeError(f"snakemake --report failed (exit {r.returncode})")
+    return out

@@ -1,0 +1,1 @@
+"""Run: one measured run under its launcher, with its captures."""

@@ -1,0 +1,314 @@
+"""One measured run: machine lock → idle check → placement probe → launch under capture
+→ record.
+
+Every outcome is a record (ok, unverified, failed, timeout, placement-failed,
+not-idle, build-failed); the record is written atomically at the end, so an interrupted run never
+leaves something that looks complete.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from numaplace.machine import system
+from numaplace.run.capture import Sampler, numastat_delta, numastat_system
+from numaplace.machine.guard import AncestorWatch, die_with_parent, machine_lock, snakemake_ancestor
+from numaplace.machine.idle import cpu_jiffies, foreign_load, idle_check
+from numaplace.kinds import kind
+from numaplace.plan.launch import LAUNCHERS, SCRUBBED_ENV
+from numaplace.run.pages_over_time import pages_over_time
+from numaplace.plan.placement import Placement
+from numaplace.record.store import VERSION as RECORD_VERSION, kind_facts, set_aside, write_record
+from numaplace.machine.topology import from_sysfs
+
+
+def now():
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def host_facts():
+    uts = os.uname()        # what socket.gethostname() and platform.release()/machine() read
+    facts = {"host": uts.nodename, "kernel": uts.release, "machine": uts.machine}
+    for k in ("SLURM_JOB_ID", "SLURMD_NODENAME", "SLURM_JOB_NODELIST", "PBS_JOBID", "PBS_NODEFILE"):
+        if k in os.environ:
+            facts[k.lower()] = os.environ[k]
+    return facts
+
+
+class Settings(dict):
+    """A spec's capture or run settings. The plan's run params carry every one; a spec
+    written by hand falls back on the schema's defaults, read only then (loading YAML
+    and the schema would cost a third of a launch's time budget)."""
+
+    def __init__(self, section, given):
+        super().__init__(given)
+        self.section = section
+
+    def __missing__(self, key):
+        from numaplace.core.schema import defaults
+        return defaults(self.section)[key]
+
+
+def effective_timeout(runcfg, environ=os.environ):
+    """The study's per-run timeout, cut short inside a batch job so that the runner, not
+    the scheduler, ends a hung run (and records it) before the walltime runs out."""
+    timeout = Settings("run", runcfg)["timeout"]
+    walltime = environ.get("NUMAPLACE_WALLTIME_MIN")
+    if walltime and any(k in environ for k in ("SLURM_JOB_ID", "PBS_JOBID")):
+        timeout = min(timeout, max(30, 60 * float(walltime) - 150))
+    return timeout
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV)}
+    env.update(extra)
+    return env
+
+
+def _set_aside_earlier(rundir):
+    """Files of an earlier attempt in the run's folder are set aside before a new one
+    (records.set_aside): a complete attempt (its record, or the record kept under KEPT
+    after Snakemake removed record.json) into attempts/<n>/, still counted by the tables;
+    an interrupted one (no record) into interrupted/<time>/, not mixed in."""
+    set_aside(rundir)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(f"signal {signum}")
+
+
+def execute_build(spec, build_record, record_path, window=None, held_lock=None):
+    """Run spec with the binary of a build record (numaplace build); a failed build gives
+    the run a `build-failed` record carrying the build's reason, and nothing executes."""
+    build = json.loads(Path(build_record).read_text())
+    if build["status"] == "ok":
+        return execute(spec, build["binary"], record_path, window, held_lock)
+    if held_lock is not None:
+        os.close(held_lock)                   # nothing to measure: the lock goes at once
+    if window is not None:
+        os.sched_setaffinity(0, window.affinity)
+    record_path = Path(record_path)
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    rec = {**_record_head(spec), "binary": build["binary"], "argv": spec["argv"], "env": spec["env"],
+           **host_facts(), "build": build,
+           "capture_settings": spec.get("capture", {}), "run_settings": spec.get("run", {}),
+           "status": "build-failed", "reason": build["reason"], "output": None, "captures": None,
+           "captures_note": "the run did not execute: its binary could not be built",
+           "finished": now()}
+    _set_aside_earlier(record_path.parent)
+    write_record(record_path, rec)
+    return rec
+
+
+def _record_head(spec):
+    """The fields every record starts with: which run of which study it is."""
+    return {"record_version": RECORD_VERSION, **{k: spec[k] for k in
+            ("run_id", "study", "bench", "class", "variant", "rep", "placement")},
+            "kind": kind_facts(spec["bench"])}
+
+
+def execute(spec, binary, record_path, window=None, held_lock=None):
+    """Run spec (the plan's run params) with `binary`; write the record; return it.
+    `window`: the idle.IdleWindow the command opened at start-up, with the machine lock
+    it took just before (`held_lock`), if any."""
+    # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
+    # Handlers and CPU affinity are the caller's again afterwards.
+    sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
+    own_cpus = window.affinity if window else os.sched_getaffinity(0)
+    try:
+        # No other measured run on this machine meanwhile: the lock spans the study's
+        # kernel.numa_balancing (set, then restored, system.py) and the settings read.
+        with machine_lock(held=held_lock) as waited, \
+                system.balancing_for_run(spec.get("system"), system.state_file()):
+            return _Run(spec, binary, record_path, lock_wait_s=waited, own_cpus=own_cpus,
+                        window=window).execute()
+    finally:
+        os.sched_setaffinity(0, own_cpus)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _Run:
+    """One measured run, step by step; every step that ends the run writes its record."""
+
+    def __init__(self, spec, binary, record_path, lock_wait_s=0.0, own_cpus=None, window=None):
+        self.own_cpus = own_cpus or os.sched_getaffinity(0)
+        self.window = window                   # an idle.IdleWindow opened at start-up
+        self.record_path = Path(record_path)
+        self.rundir = self.record_path.parent
+        self.binary = Path(binary).resolve()
+        self.kind = kind(spec["bench"])
+        self.placement = Placement.from_dict(spec["placement"])
+        self.launcher = LAUNCHERS[self.placement.launcher]
+        self.capture = Settings("capture", spec.get("capture", {}))
+        self.runcfg = Settings("run", spec.get("run", {}))
+        self.argv = [str(self.binary) if a == "BINARY" else a for a in spec["argv"]]
+        self.env = dict(spec["env"])
+        self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
+                    "env": self.env, "env_scrubbed": list(SCRUBBED_ENV),
+                    "cwd": str(self.rundir / "work"), **host_facts(), "topology": from_sysfs().to_dict(),
+                    "system": system.at_start(),
+                    "capture_settings": self.capture, "run_settings": self.runcfg,
+                    "lock_wait_s": lock_wait_s, "status": None, "reason": None}
+
+    def execute(self):
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        _set_aside_earlier(self.rundir)
+        (self.rundir / "work").mkdir()          # clean cwd: no mg.input, no timer.flag
+        if not self.launcher.on_measured_node:
+            self.rec["host_note"] = (f"{self.launcher.name}: host, kernel and topology describe the "
+                                     "launch node; the run executes on a compute node")
+        return self.check_idle() or self.probe() or self.measure()
+
+    def finish(self, status, reason=None):
+        self.rec["status"], self.rec["reason"] = status, reason
+        system.at_end(self.rec["system"])        # numa_balancing again, migration counters
+        self.rec["finished"] = now()
+        write_record(self.record_path, self.rec)
+        return self.rec
+
+    def check_idle(self):
+        """With idle_check refuse, a run on busy CPUs ends here (not-idle)."""
+        mode = self.runcfg["idle_check"] if self.launcher.on_measured_node else "off"
+        if mode != "off":
+            idle, evidence = idle_check(self.placement.cpus, self.runcfg["idle_busy_max"],
+                                        self.runcfg["idle_wait"], mode, since=self.window)
+            self.rec["idle"] = {"idle": idle, **evidence}
+            if not idle and mode == "refuse":
+                return self.finish("not-idle", f"CPUs busy before the run: {evidence['busy_cpus']}")
+        self.rec["loadavg_before"] = os.getloadavg()
+        os.sched_setaffinity(0, self.own_cpus)   # the probe and the benchmark inherit it
+        return None
+
+    def probe(self):
+        """The launcher applies the placement to `true` first: a placement this machine
+        refuses ends here (placement-failed), before the benchmark starts."""
+        probe = self.launcher.probe(self.placement)
+        if not probe:
+            return None
+        pr = subprocess.run(probe, capture_output=True, text=True, env=clean_env(self.env))
+        if pr.returncode == 0:
+            return None
+        self.rec["probe"] = {"argv": probe, "exit_status": pr.returncode, "stderr": pr.stderr[-2000:]}
+        return self.finish("placement-failed", f"{probe[0]} refused the placement: "
+                           f"{(pr.stderr or pr.stdout).strip()[:300]}")
+
+    def measure(self):
+        cap, local = self.capture, self.launcher.on_measured_node
+        numastat = cap["numastat"] and local
+        before = numastat_system() if numastat else None
+        sampler = None
+        if local and (cap["numa_maps"] or cap["threads"]):
+            sampler = lambda pid: Sampler(pid, self.rundir, cap["interval_min"], cap["interval_max"],  # noqa: E731
+                                          cap["numa_maps"], cap["threads"], cap["numastat"],
+                                          exe=self.binary)
+        rc, timed_out, sampler = self.launch(sampler)
+        if numastat:
+            after = numastat_system()
+            self.rec["numastat"] = {"system_before": before, "system_after": after,
+                                    "system_delta": numastat_delta(before, after),
+                                    "note": "system-wide counters: include every process on the machine"}
+        if sampler:
+            sampler.write()
+            self.rec["captures"] = sampler.summary()
+            self.rec["captures"]["pages_over_time"] = pages_over_time(sampler.samples)
+        else:
+            self.rec["captures"] = None
+            self.rec["captures_note"] = (f"{self.launcher.name}: the process runs on a compute node; "
+                                         "capture not available") if not local else "capture switched off"
+        stdout = (self.rundir / "stdout").read_text(errors="replace")
+        self.rec["output"] = self.kind.parse(stdout)
+        if timed_out:
+            return self.finish("timeout", f"killed after {self.rec['timeout_s']:g} s")
+        status, reason = self.kind.outcome(self.rec["output"], rc)
+        if status == "failed" and rc != 0:
+            tail = (self.rundir / "stderr").read_text(errors="replace").strip()[-300:]
+            reason += f": {tail}" if tail else ""
+        return self.finish(status, reason)
+
+    def launch(self, make_sampler):
+        """Start the benchmark in a session of its own, sample it from CPUs outside the
+        placement, reap it (wait4: exact end time, peak RSS); kill it at the timeout or
+        when the runner is interrupted. Returns (exit status, timed out?, sampler)."""
+        timeout = effective_timeout(self.runcfg)
+        self.rec["timeout_s"] = timeout
+        self.rec["started"] = now()
+        ancestor = snakemake_ancestor()
+        self_before, jiffies_before = os.times(), cpu_jiffies()
+        t0 = time.monotonic()
+        with open(self.rundir / "stdout", "w") as out, open(self.rundir / "stderr", "w") as err:
+            proc = subprocess.Popen(self.argv, cwd=self.rundir / "work", env=clean_env(self.env),
+                                    stdout=out, stderr=err, start_new_session=True,
+                                    preexec_fn=die_with_parent)
+            kill = lambda: os.killpg(proc.pid, signal.SIGKILL)   # noqa: E731
+            free = set(os.sched_getaffinity(0)) - set(self.placement.cpus)
+            if free:                                 # keep the sampler off the benchmark's CPUs
+                os.sched_setaffinity(0, free)
+            sampler = make_sampler(proc.pid) if make_sampler else None
+            if sampler:
+                sampler.start()
+            watch = AncestorWatch(ancestor, kill) if ancestor else None
+            if watch:
+                watch.start()
+            timed_out = False
+            reaper = _Reaper(proc)
+            try:
+                reaped = reaper.result(timeout)
+                if reaped is None:
+                    timed_out = True
+                    kill()
+                    reaped = reaper.result(None)
+            except BaseException:                    # interrupted: no record, kill the run
+                kill()
+                raise
+            finally:
+                if watch:
+                    watch.stop()
+            rc, usage, t_end = reaped
+            if sampler:
+                sampler.stop()
+                sampler.join()
+        if watch and watch.gone:
+            raise Interrupted(f"Snakemake (pid {ancestor[0]}) is gone: the benchmark was stopped")
+        self.rec["wall_s"] = round(t_end - t0, 4)
+        self.rec["max_rss_kb"] = usage.ru_maxrss         # of the launcher chain's largest process
+        self.rec["ended"] = now()
+        self.rec["exit_status"] = rc
+        # the sampler's CPU time counts as the run's own only where it shared the run's CPUs
+        self_after = os.times()
+        own = usage.ru_utime + usage.ru_stime + (0 if free else (
+            self_after.user - self_before.user + self_after.system - self_before.system))
+        self.rec["foreign_load"] = foreign_load(jiffies_before, cpu_jiffies(), self.placement.cpus,
+                                                self.rec["wall_s"], own)
+        return rc, timed_out, sampler
+
+
+class _Reaper(threading.Thread):
+    """Reaps one child with os.wait4 in a thread of its own: the end time is exact
+    (Popen.wait polls with growing sleeps) and the rusage gives the peak RSS."""
+
+    def __init__(self, proc):
+        super().__init__(daemon=True)
+        self.proc, self.reaped = proc, None
+        self.start()
+
+    def run(self):
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.reaped = (os.waitstatus_to_exitcode(status), usage, time.monotonic())
+        self.proc.returncode = self.reaped[0]    # Popen must not reap it again
+
+    def result(self, timeout):
+        """(exit status, rusage, end time), or None while still running after timeout."""
+        self.join(timeout)
+        return self.reaped

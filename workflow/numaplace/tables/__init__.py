@@ -1,0 +1,1 @@
+"""Tables: the run records aggregated into CSV tables."""
