@@ -72,7 +72,7 @@ rule runs:
 # tables, figures and report from the records on disk: never runs or builds anything
 rule tables:
     input:
-        TABLES,
+        list(TABLES.values()),
 
 
 rule figures:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from numaplace.judge.fidelity import footprint_basis, judge
-from numaplace.tables.memory import record_rows
+from numaplace.kinds.memory import record_rows
 
 from test_numa_vm import GUEST_SCRIPT, REPO, _skip_unless_numa_vm, run_in_guest, vm_study
 

@@ -6,7 +6,7 @@ import pytest
 
 from numaplace import ConfigError
 from numaplace.plan.launch import command
-from numaplace.plan.memory_specs import intended_memory_node
+from numaplace.kinds.microbench import intended_memory_node
 from numaplace.plan.study import Study
 from conftest import expand
 

@@ -3,7 +3,7 @@ share of the buffer's pages there (from the benchmark's own move_pages), drift b
 from pathlib import Path
 
 from numaplace.kinds import membench_output
-from numaplace.tables.memory import COLUMNS, matrix_table, record_rows
+from numaplace.kinds.memory import COLUMNS, matrix_table, record_rows
 from numaplace.plan.placement import Memory, finish
 from numaplace.machine.topology import load_platform
 
@@ -45,8 +45,20 @@ def test_thread_order_decides_the_memory_node():
     assert {r["memory_node"] for r in rows} == {1} and {r["status"] for r in rows} == {"drift"}
 
 
-def test_npb_records_give_no_rows():
+def test_only_membw_and_memlat_records_reach_the_memory_tables(tmp_path):
+    """The tables stage hands each kind's own tables the records of its group only: an NPB
+    record (or a STREAM one) never becomes a row of memory.csv."""
+    from numaplace.kinds import groups
+    from numaplace.tables import aggregate
+    owners = {tuple(names) for _, names in groups("make_tables")}
+    assert ("membw", "memlat") in owners
     p = finish((0,), Memory("local"), "process", "numactl", "cpus 0", topo())
-    rec = record(p)
-    rec["kind"] = {"family": "npb"}
-    assert record_rows(rec) == []
+    seen = []
+    for bench in ("membw", "cg"):
+        rec = record(p)
+        rec["bench"] = bench
+        seen.append(rec)
+    import unittest.mock as mock
+    with mock.patch.object(aggregate, "iter_records", return_value=seen):
+        tables = aggregate.build_tables(tmp_path)
+    assert set(tables["memory"]["bench"]) == {"membw"} and len(tables["memory"]) == len(record_rows(seen[0]))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.cluster import resources as cluster
-from numaplace.core.artifacts import ANSWER_FILE, FIGURES, TABLES as TABLE_NAMES
+from numaplace.core.artifacts import ANSWER_FILE
 from numaplace.plan.frozen import changed_note, freeze, read_study
 from numaplace.machine.guard import hold_study
-from numaplace.kinds import wildcard_constraints
+from numaplace.kinds import figure_titles, table_captions, wildcard_constraints
 from numaplace.core.loader import refusal
 from numaplace.record.store import keep_records, workflow_outcome
 
@@ -100,7 +100,9 @@ def run_spec(wc):
 
 # -- tables, figures, report ----------------------------------------------------------
 TABLES_DIR = f"{RESULTS}/tables"
-TABLES = [f"{TABLES_DIR}/{name}.csv" for name in TABLE_NAMES]
+# every table and kind of figure the report stage makes: the registry of numaplace.kinds
+TABLES = {name: f"{TABLES_DIR}/{name}.csv" for name in table_captions()}
+FIGURE_TITLES = figure_titles()
 REPORT_DIR = f"report/{STUDY.name}"
 FIGURES_DIR = f"{REPORT_DIR}/figures"
 FIGURE_INDEX = f"{FIGURES_DIR}/figures.csv"
@@ -191,9 +193,21 @@ def records_for_tables(wildcards):
     return sorted(os.path.abspath(r) for r in current) + sorted(attempts)
 
 
-def figure_dir(kind):
-    return report(directory(f"{FIGURES_DIR}/{kind}"), patterns=["{figure}.svg"],
-                  caption=f"../report/{kind}.rst", category="Figures", subcategory=FIGURES[kind])
+def _caption(folder, name, generic):
+    """A table's or figure's caption (workflow/report/<folder>/<name>.rst), else the
+    generic one of a kind's own outputs."""
+    own = Path(workflow.basedir) / "workflow" / "report" / folder / f"{name}.rst"
+    return f"../report/{folder}/{own.name if own.exists() else generic}"
+
+
+def table_file(name):
+    return report(TABLES[name], caption=_caption("tables", name, "kind_table.rst"), category="Tables")
+
+
+def figure_dir(name):
+    return report(directory(f"{FIGURES_DIR}/{name}"), patterns=["{figure}.svg"],
+                  caption=_caption("figures", name, "kind_figure.rst"), category="Figures",
+                  subcategory=FIGURE_TITLES[name])
 
 
 def parent_of(which, name):

@@ -19,13 +19,7 @@ rule aggregate_tables:
         plan=PLAN,
         records=records_for_tables,
     output:
-        runs=report(TABLES[0], caption="../report/runs.rst", category="Tables"),
-        summary=report(TABLES[1], caption="../report/summary.rst", category="Tables"),
-        best_worst=report(TABLES[2], caption="../report/best_worst_table.rst", category="Tables"),
-        numa_pages=report(TABLES[3], caption="../report/numa_pages.rst", category="Tables"),
-        numastat=report(TABLES[4], caption="../report/numastat.rst", category="Tables"),
-        memory=report(TABLES[5], caption="../report/memory.rst", category="Tables"),
-        memory_matrix=report(TABLES[6], caption="../report/memory_matrix.rst", category="Tables"),
+        **{name: table_file(name) for name in TABLES},
     params:
         results=lambda wc, input: os.path.dirname(input.plan),
         tables=parent_of("output", "runs"),
@@ -42,19 +36,11 @@ rule aggregate_tables:
 
 rule plot_figures:
     input:
-        tables=TABLES,
-        runs=TABLES[0],
+        tables=list(TABLES.values()),
+        runs=TABLES["runs"],
     output:
         index=FIGURE_INDEX,
-        duration=figure_dir("duration"),
-        best_worst=figure_dir("best_worst"),
-        pages=figure_dir("pages"),
-        serial_init=figure_dir("serial_init"),
-        variability=figure_dir("variability"),
-        memory_bandwidth=figure_dir("memory_bandwidth"),
-        memory_latency=figure_dir("memory_latency"),
-        memory_heatmap=figure_dir("memory_heatmap"),
-        memory_contention=figure_dir("memory_contention"),
+        **{name: figure_dir(name) for name in FIGURE_TITLES},
     params:
         tables=parent_of("input", "runs"),
         figures=parent_of("output", "index"),
@@ -71,8 +57,8 @@ rule plot_figures:
 
 rule write_summary:
     input:
-        tables=TABLES,
-        runs=TABLES[0],
+        tables=list(TABLES.values()),
+        runs=TABLES["runs"],
         index=FIGURE_INDEX,
         plan=PLAN,
     output:
@@ -93,8 +79,8 @@ rule write_summary:
 
 rule report_html:
     input:
-        tables=TABLES,
-        runs=TABLES[0],
+        tables=list(TABLES.values()),
+        runs=TABLES["runs"],
         index=FIGURE_INDEX,
         summary=SUMMARY_MD,
     output:

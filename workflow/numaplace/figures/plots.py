@@ -10,7 +10,8 @@ Kinds (one sub-directory each under report/<study>/figures/):
   serial_init  serial-initialisation vs default variant for the same placements,
                per (bench, class)
   variability  CV of NPB time per placement, per (bench, class, variant)
-  memory_*     the memory micro-benchmarks' figures (numaplace.figures.memory)
+then every kind's own figures (Kind.figures, drawn by Kind.draw: the memory
+micro-benchmarks' memory_* in numaplace.kinds.memory).
 figures.csv in the figures directory lists every figure written (kind, case, title,
 files), for the summary and the tests.
 
@@ -32,9 +33,10 @@ from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from numaplace.core.artifacts import FIGURES  # noqa: E402
 from numaplace.core.schema import defaults  # noqa: E402
+from numaplace.kinds import figure_titles, groups  # noqa: E402
 
+FIGURES = figure_titles()
 KINDS = tuple(FIGURES)
 COLORS = {"bar": "#4c72b0", "best": "#2ca02c", "worst": "#d62728", "default": "#4c72b0",
           "serial-init": "#dd8452", "drift": "#7f7f7f"}
@@ -414,8 +416,8 @@ def make_figures(tables, out_dir, settings=None):
     pages_figures(tables["numa_pages"], summary, w)
     serial_init_figures(summary, w)
     variability_figures(summary, w)
-    from numaplace.figures.memory import memory_figures
-    memory_figures(tables, w)
+    for owner, _ in groups("draw"):         # each kind's own figures
+        owner.draw(tables, w)
     cols = ["kind", "bench", "class", "variant", "threads", "title", *cfg["formats"]]
     manifest = pd.DataFrame(w.rows, columns=cols)
     manifest["threads"] = manifest["threads"].astype("Int64")

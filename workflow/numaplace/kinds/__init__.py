@@ -2,17 +2,25 @@
 
 A kind says how its binary is named and built (a bundled source tree with NPB's make
 interface), how its stdout is parsed, what "verified" means, which metric it reports
-(and whether higher is better), and what a run costs a batch system. Planning, building,
-running, aggregating and reporting ask the registry; no stage tests a kernel's name.
-New kinds (the memory micro-benchmarks) register here with `register`.
-"""
+(and whether higher is better), what a run costs a batch system, which `args` it takes,
+and which tables and figures it adds to the report. Every stage asks the registry; no
+stage tests a kind's name.
+
+Every module of this folder is a kind's own (npb.py: cg, mg; memory.py: membw, memlat;
+stream.py), imported when the registry is: adding a kind is adding its module (it calls
+`register`), its source tree, and a study that runs it.
+
+The report's outputs come from here too: the tables and figures made for every kind's
+runs (COMMON_TABLES, COMMON_FIGURES: the placement comparison, for kinds whose runs are
+`compared`), then each kind's own (`Kind.tables`, `Kind.figures`)."""
 from __future__ import annotations
 
 import signal
 from pathlib import Path
 
-from numaplace.kinds import membench_output
-from numaplace.kinds import npb_output
+
+import importlib
+import pkgutil
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -32,6 +40,10 @@ class Kind:
     # which numa_maps sample is the run's working set, judged for memory placement:
     # "steady" (the footprint the run settled on) or "peak" (the largest one seen)
     footprint = "steady"
+    compared = True            # one metric value per run: compared per placement (summary, best_worst)
+    takes_args = False         # an experiment's `args` go to the binary
+    tables: dict = {}          # its own tables: name → caption (results/<study>/tables/<name>.csv)
+    figures: dict = {}         # its own figures: name → title (report/<study>/figures/<name>/)
 
     def binary_name(self, cls):
         return f"{self.name}.{cls}.x"
@@ -49,7 +61,7 @@ class Kind:
         if output["complete"] and not output["verified"]:
             return "unverified", f"verification failed (exit status {exit_status})"
         if exit_status != 0:
-            return "failed", _ended(exit_status)
+            return "failed", ended(exit_status)
         if not output["complete"]:
             return "failed", f"no {self.title} report in stdout"
         return "ok", None
@@ -63,37 +75,30 @@ class Kind:
         its parsed output; None when the output does not say."""
         return None
 
+    def check_args(self, args, benches, placements, topo, config, where, entry):
+        """Refuse (ConfigError) an experiment's args this kind would not take (only kinds
+        that take args get any: numaplace.plan.study.check_memory_experiment)."""
 
-class NPBKernel(Kind):
-    family = "npb"
-    metric = "mops"
-    unit = "Mop/s"
-    source_dir = REPO / "npb" / "src"
-    classes = ("S", "W", "A", "B", "C")
-    variants = ("default", "serial-init", "mcmodel-medium")
+    # -- its own tables and figures: made once per group of kinds that share the method
+    # (membw and memlat fill the same memory tables), from the records of that group
+    def make_tables(self, records):
+        """{name: DataFrame} of its own tables from its group's records (each a dict, as
+        read by numaplace.record.store, with `_path`)."""
+        return {}
 
-    def __init__(self, name, title, cost):
-        self.name, self.title, self._cost = name, title, cost
+    def draw(self, tables, writer):
+        """Draw its own figures from every table ({name: DataFrame}) with writer.save."""
 
-    def make_args(self, cls, variant, official=False):
-        args = super().make_args(cls, variant)
-        if variant == "serial-init" and not official:   # official trees are transformed instead
-            args.append("INIT=serial")
-        return args
+    def summary(self, tables, md_table):
+        """Markdown lines of its section of summary.md (md_table: the report's table maker)."""
+        return []
 
-    def parse(self, stdout):
-        return npb_output.parse(stdout)
-
-    def outcome(self, output, exit_status):
-        if output["complete"] and not output["verified"]:
-            return "unverified", f"NPB verification UNSUCCESSFUL (exit status {exit_status})"
-        return super().outcome(output, exit_status)
-
-    def estimate(self, cls):
-        return self._cost[cls]
+    def answer(self, tables):
+        """Lines of the answer (report's first screen, the terminal) from its own tables."""
+        return []
 
 
-def _ended(exit_status):
+def ended(exit_status):
     """'exit status 3', or 'killed by SIGSEGV' (Popen's negative status)."""
     if exit_status < 0:
         try:
@@ -120,56 +125,45 @@ def kind(name):
         raise ValueError(f"unknown benchmark kind {name!r} (known: {', '.join(KINDS)})") from None
 
 
-# Per class: (seconds one thread needs, resident MiB). Generous round estimates for a
-# ~2010 node (the reference study's Magny-Cours era); resident sizes follow NPB's array
-# sizes. For scale, on the 2-core 2026 development machine with numaplace's own kernels,
-# one thread: CG.A 0.7 s / 48 MiB, MG.A 0.6 s / 445 MiB.
-register(NPBKernel("cg", "NPB CG", {"S": (1, 8), "W": (5, 16), "A": (15, 60), "B": (600, 420),
-                                    "C": (1800, 1100)}))
-register(NPBKernel("mg", "NPB MG", {"S": (1, 8), "W": (10, 60), "A": (30, 460), "B": (120, 460),
-                                    "C": (900, 3500)}))
+COMMON_TABLES = {
+    "runs": "One row per run record (set-aside attempts included): status, time, fidelity, captures",
+    "summary": "Per placement: statistics of the compared metric over its ok runs",
+    "best_worst": "Per (kind, class, variant, threads): the best and the worst placement",
+    "numa_pages": "Data pages per NUMA node per run, at the judged footprint",
+    "numastat": "numastat counters per run and per group",
+}
+COMMON_FIGURES = {"duration": "Duration per placement", "best_worst": "Best vs worst placement",
+                  "pages": "Pages per NUMA node", "serial_init": "Serial initialisation vs default",
+                  "variability": "Run-to-run variability"}
 
 
-class MemoryBench(Kind):
-    """numaplace's memory micro-benchmarks (microbench/src): one class, X, whose sizes,
-    modes and repetitions are the experiment's `args`. Their output holds many values
-    (one per size, reader and repetition: `results`); the tables (memory_tables) take
-    them apart. Built from microbench/src whatever the study's npb.source says."""
-    family = "memory"
-    source_dir = REPO / "microbench" / "src"
-    classes = ("X",)
-    tree_name = "microbench-tree"
-    follows_npb_source = False
-    # each size's buffer is freed once measured, with the thread team still alive: a
-    # steady tail after the last free is the runtime, not the buffer under test
-    footprint = "peak"
-
-    def __init__(self, name, title, metric, unit, higher_is_better):
-        self.name, self.title, self.metric, self.unit = name, title, metric, unit
-        self.higher_is_better = higher_is_better
-
-    def parse(self, stdout):
-        return membench_output.parse(stdout)
-
-    def outcome(self, output, exit_status):
-        if output["complete"] and not output["verified"]:
-            return "unverified", (f"{self.name}'s own check failed (buffer changed or chain broken; "
-                                  f"exit status {exit_status})")
-        return super().outcome(output, exit_status)
-
-    def working_set_bytes(self, output):
-        # the largest buffer measured: a sample that holds less caught it mid first touch
-        sizes = [r.get("size_bytes") or 0 for r in (output or {}).get("results") or []]
-        return max(sizes) if sizes else None
-
-    def estimate(self, cls):
-        # time and size depend on the args; a full latency sweep to 4x a large LLC with 5
-        # repetitions and 2 readers takes a few minutes; buffers stay below 2 GiB
-        return (300, 2048)
+def groups(method):
+    """[(kind that implements it, [names of the kinds sharing that implementation])] for a
+    method of Kind (make_tables, draw, summary, answer), in registration order."""
+    out = {}
+    for k in KINDS.values():
+        impl = getattr(type(k), method)
+        if impl is not getattr(Kind, method):
+            out.setdefault(impl, (k, []))[1].append(k.name)
+    return list(out.values())
 
 
-register(MemoryBench("membw", "membw read bandwidth", "value", "MB/s", True))
-register(MemoryBench("memlat", "memlat pointer-chase latency", "value", "ns", False))
+def table_captions():
+    """name → caption of every table the tables stage writes: the common ones, then the kinds'."""
+    out = dict(COMMON_TABLES)
+    for k in KINDS.values():
+        for name, caption in k.tables.items():
+            out.setdefault(name, caption)
+    return out
+
+
+def figure_titles():
+    """name → title of every kind of figure: the common ones, then the kinds' own."""
+    out = dict(COMMON_FIGURES)
+    for k in KINDS.values():
+        for name, title in k.figures.items():
+            out.setdefault(name, title)
+    return out
 
 
 def wildcard_constraints():
@@ -179,3 +173,10 @@ def wildcard_constraints():
     return {"bench": alternatives(KINDS),
             "cls": alternatives(c for k in KINDS.values() for c in k.classes),
             "variant": alternatives(v for k in KINDS.values() for v in k.variants)}
+
+
+
+# every module of this folder is a kind's (or kinds' shared code): importing them registers
+# them; the NPB kernels first (the order of the registry is the order studies and reports list)
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: (m.name != "npb", m.name)):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -192,7 +192,7 @@ def largest_figure(cfg, topo, runs):
     matrix = False
     for r in runs:
         p = r.placement
-        if kind(r.bench).family != "npb":
+        if not kind(r.bench).compared:
             matrix = matrix or p.id.startswith("mx-")
             continue
         if p.id not in label_len:

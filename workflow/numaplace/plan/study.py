@@ -16,11 +16,10 @@ from pathlib import Path
 from numaplace import ConfigError
 from numaplace.core import limits
 from numaplace.plan.sources import bundled_digest, check_source
-from numaplace.kinds import kind
+from numaplace.kinds import KINDS, kind
 from numaplace.plan.checks import check_figures, check_study
 from numaplace.plan.launch import command
 from numaplace.core.loader import load_mapping
-from numaplace.plan.memory_specs import check_args
 from numaplace.plan import budget
 from numaplace.plan.placement import MEMORY_SPECS
 from numaplace.plan.expand import expand_experiment
@@ -80,9 +79,9 @@ def args_tag(args):
 
 
 def check_memory_experiment(exp, benches, classes, placements, where, entry):
-    """Memory micro-benchmarks have one class (X) and take args; NPB kernels neither;
+    """Micro-benchmarks have one class (X) and take args; NPB kernels neither;
     sweep/matrix cells are memory cells."""
-    memory = [b for b in benches if kind(b).family == "memory"]
+    memory = [b for b in benches if kind(b).takes_args]
     if memory and len(memory) != len(benches):
         raise ConfigError(where, entry + ".benchmarks", "NPB kernels and memory micro-benchmarks "
                           f"({', '.join(memory)}) go in separate experiments")
@@ -92,7 +91,8 @@ def check_memory_experiment(exp, benches, classes, placements, where, entry):
     if not memory and "X" in classes:
         raise ConfigError(where, entry + ".classes", "class X is the memory micro-benchmarks' class")
     if not memory and exp.get("args"):
-        raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks (membw, memlat)")
+        raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks ("
+                          f"{', '.join(k for k, v in KINDS.items() if v.takes_args)})")
     if not memory and any(s for s in exp["placements"] if MEMORY_SPECS & set(s)):
         raise ConfigError(where, entry + ".placements", "sweep, matrix and contention placements are for the "
                           "memory micro-benchmarks (membw, memlat)")
@@ -147,8 +147,7 @@ class Study:
             benches = setting("benchmarks", c, exp)
             classes = setting("classes", c, exp)
             check_memory_experiment(exp, benches, classes, placements, self.where, entry)
-            if kind(benches[0]).family == "memory":
-                check_args(args, benches, placements, self.topology, c, self.where, entry)
+            kind(benches[0]).check_args(args, benches, placements, self.topology, c, self.where, entry)
             for bench in benches:
                 for cls in classes:
                     for variant in setting("variants", c, exp):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from numaplace.kinds import KINDS, groups, table_captions
 from numaplace.tables import aggregate
 from numaplace.figures import plots
 
@@ -185,10 +186,12 @@ def system_markdown(runs):
 
 def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None, answer=()):
     """summary.md: the answer first, then the evidence behind it, section by section. A
-    study of memory micro-benchmarks alone leads with its matrices and has no NPB sections."""
+    study of kinds that are not compared per placement (the memory micro-benchmarks) leads
+    with their own sections and has no placement-comparison sections."""
     runs, summary, bw = tables["runs"], tables["summary"], tables["best_worst"]
-    npb = bool(len(runs)) and runs["bench"].isin(["cg", "mg"]).any() or \
-        (plan is not None and len(plan) and plan["bench"].isin(["cg", "mg"]).any())
+    compared = [k for k, v in KINDS.items() if v.compared]
+    npb = bool(len(runs)) and runs["bench"].isin(compared).any() or \
+        (plan is not None and len(plan) and plan["bench"].isin(compared).any())
     current = runs[runs["current"].map(_truthy)] if len(runs) else runs
     name = study or (runs["study"].dropna().iloc[0] if len(runs) and runs["study"].notna().any() else "study")
     out = [f"# Placement study `{name}`: summary", ""]
@@ -197,7 +200,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     out += _facts_markdown(runs, current, summary)
     out += answer_markdown(bw, manifest, answer, npb, summary)
     if not npb:
-        out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
+        out += kinds_markdown(tables)
     out += _status_markdown(runs)
     out += system_markdown(current)
     if npb:
@@ -208,11 +211,11 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     out += _unrecorded_markdown(plan, current)
     if npb:
         out += _per_placement_markdown(summary)
-        out += memory_markdown(tables.get("memory"), tables.get("memory_matrix"))
+        out += kinds_markdown(tables)
     out += _figures_markdown(manifest)
     if tables_link:
         out += ["## Tables", "", "All numbers, as CSV: " + ", ".join(
-            f"[{n}.csv]({tables_link}/{n}.csv)" for n in aggregate.TABLES) + ".", ""]
+            f"[{n}.csv]({tables_link}/{n}.csv)" for n in table_captions()) + ".", ""]
     return "\n".join(out)
 
 
@@ -326,22 +329,9 @@ def _figures_markdown(manifest):
     return out
 
 
-def memory_markdown(memory, matrix):
-    """The memory micro-benchmarks' section: median per reader × memory node at the
-    largest size of each (bench, mode, via), and the page placement of every cell."""
-    if memory is None or not len(memory):
-        return []
-    out = ["## Memory micro-benchmarks", "",
-           "membw (MB/s, 10^6 B/s) and memlat (ns per load), median per reader node × memory node "
-           "at the largest size measured; full rows in memory.csv, all sizes in memory_matrix.csv. "
-           f"Pages on the intended memory node: min {memory['pages_on_memory_node'].min():.2%} over "
-           f"{len(memory)} values; {int((memory['status'] == 'drift').sum())} values below 99 % (drift).", ""]
-    if matrix is not None and len(matrix):
-        top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
-        out += [md_table(top, [("bench", "bench"), ("mode", "mode"), ("size (B)", "size_bytes"), ("via", "via"),
-                               ("reader node", "reader_node"), ("memory node", "memory_node"),
-                               ("median", lambda r: f"{float(r['median']):.4g}"), ("n", "n"), ("unit", "unit")]), ""]
-    return out
+def kinds_markdown(tables):
+    """Each kind's own section (Kind.summary), once per group of kinds sharing it."""
+    return [line for owner, _ in groups("summary") for line in owner.summary(tables, md_table)]
 
 
 def _flagged_runs(runs):

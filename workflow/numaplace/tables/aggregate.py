@@ -45,7 +45,7 @@ from numaplace.judge.fidelity import footprint_basis, judge
 from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import iter_records
 from numaplace.core.stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
-from numaplace.core.artifacts import TABLES
+from numaplace.kinds import groups, table_captions
 from numaplace.machine.system import REPORTED
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
@@ -155,9 +155,10 @@ def record_row(rec, thresholds=None):
     }
 
 
-def load_rows(results_dir, thresholds=None):
-    """Every record of a study (set-aside attempts included) as row dicts."""
-    rows = [record_row(rec, thresholds) for rec in iter_records(results_dir, attempts=True)]
+def load_rows(records, thresholds=None):
+    """Every record of a study (set-aside attempts included: iter_records(..., attempts=True))
+    as row dicts."""
+    rows = [record_row(rec, thresholds) for rec in records]
     # the current record is the latest attempt of its run: number it after the set-aside ones
     last = {}
     for r in rows:
@@ -387,15 +388,18 @@ def numastat_table(rows):
 # -- all together ------------------------------------------------------------------
 
 def build_tables(results_dir, plan_path=None, thresholds=None):
-    """{name: DataFrame} for every table of TABLES; fidelity judged under `thresholds`."""
-    rows = load_rows(results_dir, thresholds)
+    """{name: DataFrame} for every table of the registry (numaplace.kinds.table_captions):
+    the common ones from every record, fidelity judged under `thresholds`, then each
+    kind's own from its records. Every record is read once."""
+    records = list(iter_records(results_dir, attempts=True))
+    rows = load_rows(records, thresholds)
     runs = runs_table(rows)
     summary = summary_table(runs, read_plan(plan_path))
-    from numaplace.tables.memory import matrix_table, memory_table     # membw/memlat runs
-    memory = memory_table(results_dir)
-    return {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
-            "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows),
-            "memory": memory, "memory_matrix": matrix_table(memory)}
+    tables = {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
+              "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
+    for owner, names in groups("make_tables"):
+        tables.update(owner.make_tables([r for r in records if r.get("bench") in names]))
+    return {name: tables[name] for name in table_captions()}
 
 
 def write_tables(results_dir, out_dir, plan_path=None, thresholds=None):
@@ -414,4 +418,4 @@ def read_tables(tables_dir):
     text = {"class": str, "cpus": str, "placement_id": str, "run_id": str}
     # only empty cells are missing: "n/a" (differs) and "None" are values
     return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv", dtype=text, keep_default_na=False,
-                              na_values=[""]) for name in TABLES}
+                              na_values=[""]) for name in table_captions()}
