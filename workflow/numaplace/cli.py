@@ -66,12 +66,13 @@ def _parser():
     s.add_argument("--study")
     s.add_argument("--description")
     s.add_argument("--plan")
-    h = sub.add_parser("html", help="Snakemake's --report of the study")
+    h = sub.add_parser("html", help="answer.txt + summary.md + figures + tables → one self-contained report.html")
     h.add_argument("--out", required=True)
-    h.add_argument("--snakefile", required=True)
-    h.add_argument("--configfile", action="append", default=[])
-    h.add_argument("--target", action="append", default=[])
-    h.add_argument("--tables", help="tables/ of the study: its answer goes on the landing page")
+    h.add_argument("--tables", required=True)
+    h.add_argument("--summary", required=True, help="summary.md (answer.txt and figures/ beside it)")
+    h.add_argument("--study", required=True)
+    h.add_argument("--description")
+    h.add_argument("--plan")
 
     ps = sub.add_parser("pbs-submit", help="cluster-generic submit command: qsub one Snakemake jobscript, "
                         "print the job id")
@@ -230,8 +231,10 @@ def main(argv=None):
         from numaplace.report.summary import write_summary
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
     elif a.cmd == "html":
-        from numaplace.report.summary import build_html
-        build_html(a.out, a.snakefile, a.configfile, a.target, tables_dir=a.tables)
+        from numaplace.report.html import write_html
+        from numaplace.tables.aggregate import read_plan
+        plan = read_plan(a.plan)
+        write_html(a.out, a.tables, a.summary, a.study, a.description, None if plan is None else len(plan))
     elif a.cmd == "pbs-submit":
         return _pbs_submit(a)
     elif a.cmd == "pbs-status":

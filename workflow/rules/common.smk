@@ -2,7 +2,6 @@
 # Every input function and path lives here, so that the files of rules only declare.
 import json
 import os
-import shlex
 import sys
 from glob import glob
 from pathlib import Path
@@ -34,8 +33,7 @@ def _refuse(err):
     sys.exit(1)
 
 
-# the report's own config file (numaplace.report.summary.build_html) is no study
-_CONFIGFILES = [str(c) for c in workflow.configfiles if not str(c).endswith(".report-answer.yaml")]
+_CONFIGFILES = [str(c) for c in workflow.configfiles]
 _GIVEN = dict(getattr(workflow.config_settings, "config", None) or {})   # --config key=value
 try:
     if set(_GIVEN) - {"study"}:
@@ -49,24 +47,19 @@ try:
                           "reads one study file")
     if "study" in _GIVEN:
         _STUDY_FILE = str(_GIVEN["study"])
-        _REPORT_CONFIGFILES = [str(Path(_STUDY_FILE).absolute())]
     elif _CONFIGFILES:
-        _STUDY_FILE, _REPORT_CONFIGFILES = _CONFIGFILES[0], _CONFIGFILES
+        _STUDY_FILE = _CONFIGFILES[0]
     else:
         _STUDY_FILE = str(Path(workflow.basedir) / "config" / "config.yaml")
-        _REPORT_CONFIGFILES = []
     # every process of a workflow reads the version its start read (numaplace.plan.frozen:
-    # frozen at onstart, named to the jobs and the nested report by NUMAPLACE_FROZEN_STUDY)
+    # frozen at onstart, named to the jobs by NUMAPLACE_FROZEN_STUDY)
     STUDY, _STUDY_READ = read_study(_STUDY_FILE, Path(workflow.basedir) / "config")
 except ConfigError as e:
     _refuse(e)
 
-# `config` is what numaplace read (the report's landing page shows it), not Snakemake's copy
-_ANSWER = config.get("report_answer")
+# `config` is what numaplace read, not Snakemake's copy
 config.clear()
 config.update(STUDY.config)
-if _ANSWER is not None:
-    config["report_answer"] = _ANSWER
 
 KIND_WILDCARDS = wildcard_constraints()    # bench, cls and variant patterns
 ENV = "../../envs/numaplace.yaml"          # conda env of every rule (--sdm conda)
@@ -217,6 +210,3 @@ def parent_of(which, name):
         return os.path.dirname(files[name])
     return folder
 
-
-def report_configfiles():
-    return " ".join(f"--configfile {shlex.quote(str(c))}" for c in _REPORT_CONFIGFILES)

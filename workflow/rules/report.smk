@@ -83,19 +83,17 @@ rule report_html:
         runs=TABLES["runs"],
         index=FIGURE_INDEX,
         summary=SUMMARY_MD,
+        plan=PLAN,
     output:
         REPORT_HTML,
     params:
         tables=parent_of("input", "runs"),
-        # Snakemake's own --report on the same Snakefile and study (whole workflow DAG:
-        # it only reads it and the metadata, it runs nothing)
-        snakefile=workflow.main_snakefile,
-        configfiles=report_configfiles(),
+        study=STUDY.name,
+        description=STUDY.config.get("description", ""),
     log:
         f"{REPORT_LOGS}/html.log",
     conda:
         ENV
     shell:
-        "numaplace html --out {output:q} --snakefile {params.snakefile:q} --tables {params.tables:q}"
-        " {params.configfiles}"
-        " > {log:q} 2>&1"
+        "numaplace html --out {output:q} --tables {params.tables:q} --summary {input.summary:q}"
+        " --plan {input.plan:q} --study {params.study:q} --description={params.description:q} > {log:q} 2>&1"

@@ -2,8 +2,7 @@
 
 Snakemake reads a workflow's files more than once: the main process when it starts,
 then every job it starts as a process of its own (the plan's `run:` job, every cluster
-job) and the report's nested `snakemake --report` parse the Snakefile again, and so the
-study file. A study file edited while its study runs gave plan.tsv from the new file and
+job) parses the Snakefile again, and so the study file. A study file edited while its study runs gave plan.tsv from the new file and
 runs from the old one. So the main process freezes what it read (onstart): the exact
 bytes go to results/<study>/study.frozen.yaml (and its sha256), and the environment
 variable NUMAPLACE_FROZEN_STUDY, which every process it starts inherits (locally, and on a

@@ -1,14 +1,11 @@
-"""The report: summary.md (key tables, failures, drift, figure links) and the HTML
-report (Snakemake's own `--report`). The report rules reach them through the
-`numaplace tables|figures|summary|html` commands (numaplace.cli).
-"""
+"""summary.md: the answer, then the key tables, failures, drift, each kind's own
+section and the figures' links; answer.txt beside it (numaplace.report.answer). The
+report rules reach it through `numaplace summary` (numaplace.cli); report.html is made
+from both by numaplace.report.html."""
 from __future__ import annotations
 
 import math
 import os
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -120,21 +117,8 @@ def answer_markdown(best_worst, manifest, lines=(), npb=True, summary=None):
     return out
 
 
-def answer_rst(best_worst):
-    """The answer as reStructuredText, for the HTML report's landing page."""
-    rows = answer_rows(best_worst)
-    if not rows:
-        return "No comparison yet: no kernel/class/variant/thread count has two placements with an ok run."
-    lines = []
-    for r in rows:
-        flags = ", ".join(x for x in (r["noise"], r["drift"]) if x)
-        lines.append(f"- **{r['case']}**: best *{r['best']}*, worst *{r['worst']}*: the wrong choice "
-                     f"costs **{r['cost']}** ({flags})")
-    return "\n".join(lines)
-
 
 # -- the machine as the kernel saw it (record field `system`, numaplace.machine.system) ----------
-
 SYSTEM_LABELS = {"numa_balancing": "automatic NUMA balancing (start)",
                  "numa_balancing_at_end": "automatic NUMA balancing (end)",
                  "thp_enabled": "transparent huge pages", "thp_defrag": "THP defrag",
@@ -403,39 +387,4 @@ def write_summary(tables_dir, figures_dir, out, study=None, description=None, pl
     text = summary_markdown(tables, manifest, study, description, link, plan, answer)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
-    return out
-
-
-# -- HTML report -------------------------------------------------------------------
-
-ANSWER_FILE_SUFFIX = ".report-answer.yaml"   # a config file that only carries the answer
-
-
-def build_html(out, snakefile, configfiles=(), targets=(), workdir=".", tables_dir=None):
-    """Snakemake's own report of the workflow (results marked report() in the rules);
-    it only reads the DAG and the metadata: it runs no job. Its landing page
-    (workflow/report/workflow.rst) starts with the study's answer, handed to it as the
-    config key `report_answer` in a config file of its own."""
-    import yaml
-    # targets first: --configfile takes every word after it
-    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile), "--nolock",
-           "--report", str(out)]
-    files = [str(c) for c in configfiles]
-    if tables_dir is not None:
-        from numaplace.core.artifacts import ANSWER_FILE
-        lines_file = Path(workdir, out).parent / ANSWER_FILE           # the summary's answer
-        text = ("\n".join(f"- {line}" for line in lines_file.read_text().splitlines())
-                if lines_file.exists() else answer_rst(aggregate.read_tables(tables_dir)["best_worst"]))
-        answer = Path(workdir, str(out) + ANSWER_FILE_SUFFIX)
-        answer.write_text(yaml.safe_dump({"report_answer": text}))
-        files = [str(answer)] + files            # the study file stays the last one
-    if files:
-        cmd += ["--configfile", *files]
-    # with this process's environment: inside a workflow NUMAPLACE_FROZEN_STUDY makes the
-    # nested Snakemake read the study as the workflow read it (numaplace.plan.frozen), not the
-    # study file, which may have been edited since
-    r = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
-    sys.stderr.write(shlex.join(cmd) + "\n" + r.stdout + r.stderr)     # the rule's log
-    if r.returncode != 0 or not Path(workdir, out).exists():
-        raise RuntimeError(f"snakemake --report failed (exit {r.returncode})")
     return out
