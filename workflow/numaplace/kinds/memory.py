@@ -137,7 +137,7 @@ def record_rows(rec):
             "thread": r.get("thread"), "sample": r.get("rep"), "alloc_cpu": r.get("alloc_cpu"),
             "pages_memory_majority": r.get("memory_node"), "migrated": r.get("migrated"),
             "seconds": r.get("seconds"), "hugepages": out["system"].get("hugepages"),
-            "huge_kb": r.get("huge_kb"), "cache_l1d": out["cache"].get("l1d"), "cache_l2": out["cache"].get("l2"),
+            "huge_kb": r.get("huge_kb"), "op": r.get("op"), "cache_l1d": out["cache"].get("l1d"), "cache_l2": out["cache"].get("l2"),
             "cache_l3": out["cache"].get("l3"), "record": rec.get("_path")})
     return rows
 
