@@ -1,41 +1,48 @@
-"""Launchers and benchmark kinds are registered once (numaplace.plan.launch, numaplace.kinds);
-the study and platform schemas must offer exactly the registered names."""
+"""Launchers, memory policies and benchmark kinds are registered once (numaplace.plan.launch,
+numaplace.kinds); the study, platform and record schemas take their enums from those
+registries (numaplace.core.schema.register_words), never from a list of their own."""
+import pytest
+
+from numaplace import ConfigError
+from numaplace.core.schema import _schema, _schema_file, validate_study
 from numaplace.kinds import KINDS
-from numaplace.plan.launch import LAUNCHERS
-from numaplace.core.schema import _schema
+from numaplace.plan.launch import LAUNCHERS, MEMORY_POLICIES
+
+pytestmark = pytest.mark.unit
+WORDS = {"benchmark": list(KINDS), "launcher": list(LAUNCHERS), "memory_policy": list(MEMORY_POLICIES),
+         "class": [c for c in ("S", "W", "A", "B", "C", "X") if any(c in k.classes for k in KINDS.values())],
+         "variant": list(dict.fromkeys(v for k in KINDS.values() for v in k.variants))}
 
 
-def enums_under(node, key, found=None):
-    """Every enum list reached from a property named `key` (directly or as array items)."""
-    found = [] if found is None else found
+def refs(node, found=None):
+    """Every $ref reached in a schema."""
+    found = set() if found is None else found
     if isinstance(node, dict):
-        for k, v in node.items():
-            if k == key and isinstance(v, dict):
-                target = v.get("items", v)
-                if "enum" in target:
-                    found.append(sorted(map(str, target["enum"])))
-            enums_under(v, key, found)
+        if "$ref" in node:
+            found.add(node["$ref"].rsplit("/", 1)[1])
+        for v in node.values():
+            refs(v, found)
     elif isinstance(node, list):
         for v in node:
-            enums_under(v, key, found)
+            refs(v, found)
     return found
 
 
-def test_schemas_offer_exactly_the_registered_launchers():
-    for name in ("study", "platform"):
-        enums = enums_under(_schema(name), "launcher")
-        assert enums and all(e == sorted(LAUNCHERS) for e in enums), (name, enums)
+@pytest.mark.parametrize("name", ["study", "platform", "record"])
+def test_schemas_take_their_words_from_the_registries(name):
+    raw, filled = _schema_file(name), _schema(name)
+    for word in refs(raw) & set(WORDS):
+        assert raw["$defs"][word] == {"type": "string"}, (name, word)       # no list in the file
+        assert filled["$defs"][word] == {"enum": WORDS[word]}, (name, word)
 
 
-def test_study_schema_offers_exactly_the_registered_kinds_classes_and_variants():
-    study = _schema("study")
-    assert {tuple(e) for e in enums_under(study, "benchmarks")} == {tuple(sorted(KINDS))}
-    classes = sorted({c for k in KINDS.values() for c in k.classes})
-    variants = sorted({v for k in KINDS.values() for v in k.variants})
-    assert {tuple(e) for e in enums_under(study, "classes")} == {tuple(classes)}
-    assert {tuple(e) for e in enums_under(study, "variants")} == {tuple(variants)}
+def test_a_study_naming_an_unregistered_kind_is_refused_with_the_registrys_names():
+    with pytest.raises(ConfigError) as e:
+        validate_study({"study": "s", "benchmarks": ["cg", "streem"], "experiments": [{"name": "e", "placements": [{"cpus": "0"}]}]}, "s.yaml")
+    assert "benchmarks[1]" in str(e.value) and ", ".join(KINDS) in str(e.value)
 
 
-def test_every_launcher_has_a_distinct_short_id():
-    shorts = [launcher.short for launcher in LAUNCHERS.values()]
-    assert all(shorts) and len(set(shorts)) == len(shorts)
+def test_every_launcher_and_memory_policy_has_a_distinct_short_id():
+    for registry in (LAUNCHERS, MEMORY_POLICIES):
+        shorts = [x.short for x in registry.values()]
+        assert all(shorts) and len(set(shorts)) == len(shorts)

@@ -39,11 +39,33 @@ MEMORY_FORMS = "local, {interleave: nodes}, {membind: nodes} or {preferred: node
 PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "unpinned", "sweep", "matrix", "contention")
 
 
+# Words whose values live in a registry, not in the schema files: the files refer to
+# $defs/<word>; the registry's module names the values when it is imported (benchmark,
+# class, variant: numaplace.kinds; launcher, memory_policy: numaplace.plan.launch).
+WORDS: dict[str, tuple] = {}
+
+
+def register_words(word, values):
+    WORDS[word] = tuple(values)
+    _schema.cache_clear()
+
+
 @lru_cache(maxsize=None)
-def _schema(name):
+def _schema_file(name):
     # libyaml's parser where PyYAML has it: the pure-Python one takes ~0.1 s per schema
     return yaml.load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(),
                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a SafeLoader)
+
+
+@lru_cache(maxsize=None)
+def _schema(name):
+    """The schema with the registries' words as enums."""
+    schema = dict(_schema_file(name))
+    defs = dict(schema.get("$defs", {}))
+    for word, values in WORDS.items():
+        if word in defs:
+            defs[word] = {"enum": list(values)}
+    return {**schema, "$defs": defs}
 
 
 def _entry(path):

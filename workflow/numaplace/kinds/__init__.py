@@ -176,7 +176,17 @@ def wildcard_constraints():
 
 
 
+def _words():
+    """The study schema's benchmark, class and variant words, from the registry."""
+    from numaplace.core.schema import register_words
+    register_words("benchmark", KINDS)
+    register_words("class", dict.fromkeys(c for k in KINDS.values() for c in ("S", "W", "A", "B", "C", "X")
+                                          if c in k.classes))
+    register_words("variant", dict.fromkeys(v for k in KINDS.values() for v in k.variants))
+
+
 # every module of this folder is a kind's (or kinds' shared code): importing them registers
 # them; the NPB kernels first (the order of the registry is the order studies and reports list)
 for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: (m.name != "npb", m.name)):
     importlib.import_module(f"{__name__}.{_module.name}")
+_words()

@@ -1,11 +1,31 @@
-"""Launchers: a concrete placement in, argv + environment out (no shell strings).
-
-Each launcher is a small class registered under its name; ``cannot_express`` says why
-a placement is out of its reach, which the study check turns into a validation error.
+"""The words of a placement's execution: memory policies and launchers, one registry
+each. A launcher takes a concrete placement in and gives argv + environment out (no
+shell strings); ``cannot_express`` says why a placement is out of its reach, which the
+study check turns into a validation error. The study, platform and record schemas take
+their launcher and memory-policy enums from here.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from numaplace.core.cpulist import format_cpulist
+from numaplace.core.schema import register_words
+
+
+@dataclass(frozen=True)
+class MemoryPolicy:
+    name: str                   # the study's word (memory: local | {<name>: nodes})
+    short: str                  # its part of a placement id
+    numactl: str                # numactl's option ({nodes}: the policy's node list)
+    words: tuple = ()           # portable node words it takes (numaplace.plan.placement)
+
+
+MEMORY_POLICIES = {m.name: m for m in (
+    MemoryPolicy("local", "loc", "--localalloc"),
+    MemoryPolicy("interleave", "il", "--interleave={nodes}", ("all",)),
+    MemoryPolicy("membind", "mb", "--membind={nodes}", ("nearest", "farthest", "each-distance")),
+    MemoryPolicy("preferred", "pr", "--preferred={nodes}", ("nearest", "farthest")),
+)}
 
 # Variables that would change the measurement if inherited from the caller's shell.
 SCRUBBED_ENV = ("OMP_", "GOMP_", "KMP_", "NPB_TIMER_FLAG", "NUMAPLACE_")   # numaplace's own never reach a benchmark
@@ -67,8 +87,7 @@ class Numactl(Launcher):
     def prefix(self, p):
         mem = p.memory
         nodes = format_cpulist(mem.nodes)
-        policy = {"local": "--localalloc", "interleave": f"--interleave={nodes}",
-                  "membind": f"--membind={nodes}", "preferred": f"--preferred={nodes}"}[mem.policy]
+        policy = MEMORY_POLICIES[mem.policy].numactl.format(nodes=nodes)
         return ["numactl", f"--physcpubind={p.cpulist}", policy]
 
     def cannot_express(self, p):
@@ -120,3 +139,5 @@ def command(p, binary):
     """(argv, env) to run `binary` under placement p."""
     launcher = LAUNCHERS[p.launcher]
     return launcher.argv(p, binary), launcher.env(p)
+register_words("launcher", LAUNCHERS)
+register_words("memory_policy", MEMORY_POLICIES)

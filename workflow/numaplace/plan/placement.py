@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from numaplace import ConfigError
-from numaplace.plan.launch import LAUNCHERS
+from numaplace.plan.launch import LAUNCHERS, MEMORY_POLICIES
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
 
 
@@ -39,8 +39,7 @@ class NotApplicable(Exception):
 
 
 COUNT_WORDS = ("node", "half", "all")
-MEMORY_WORDS = {"interleave": ("all",), "membind": ("nearest", "farthest", "each-distance"),
-                "preferred": ("nearest", "farthest")}
+MEMORY_WORDS = {m.name: m.words for m in MEMORY_POLICIES.values() if m.words}
 
 
 def nodes_phrase(n):
@@ -129,8 +128,7 @@ class Memory:
 
     @property
     def short(self):
-        return {"local": "loc", "interleave": "il", "membind": "mb", "preferred": "pr"}[self.policy] + \
-            format_cpulist(self.nodes, ".")
+        return MEMORY_POLICIES[self.policy].short + format_cpulist(self.nodes, ".")
 
 
 @dataclass(frozen=True)

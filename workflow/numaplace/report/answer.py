@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from numaplace.kinds import KINDS, groups
+
 
 
 def _mean(xs):
@@ -178,8 +180,10 @@ def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
     if ks:
         lines += ks
-    elif npb is not None and len(npb) and npb["bench"].isin(["cg", "mg"]).any():
+    elif npb is not None and len(npb) and npb["bench"].isin([k for k, v in KINDS.items() if v.compared]).any():
         lines.append("NPB: no kernel/class/variant/thread count has two placements with an ok run yet")
+    for owner, _ in groups("answer"):              # each kind's own lines (e.g. STREAM's bandwidth)
+        lines += owner.answer(tables)
     if not_applicable:
         lines.append(f"not applicable here ({len(not_applicable)}): " + "; ".join(
             line.split(": not applicable here: ", 1)[-1] for line in not_applicable[:3])
