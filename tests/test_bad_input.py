@@ -610,7 +610,7 @@ def test_yte_template_is_not_run_with_config_study(workdir):
 
 
 def test_configfile_runs_yte_as_the_readme_says(workdir):
-    """What README says --configfile does differently: Snakemake runs the template
+    """What docs/studies.md says --configfile does differently: Snakemake runs the template
     while loading; numaplace still refuses the file afterwards."""
     proof = workdir / "yte-ran"
     text = YTE.replace("?if True:", f"?if __import__('pathlib').Path({str(proof)!r}).touch() is None:")

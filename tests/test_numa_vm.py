@@ -298,7 +298,7 @@ def test_d_layout_1_1_first_touch_follows_the_threads(vm, bench):
     assert rec["argv"][:2] == ["numactl", "--physcpubind=0,6"]
     assert rec["env"] == {"OMP_NUM_THREADS": "2", "OMP_PLACES": "{0},{6}", "OMP_PROC_BIND": "true"}
     dist = check_ok_run(rec, MIN_BYTES[bench])
-    # parallel initialisation: each thread first-touches its half (README: 51/49 % for CG,
+    # parallel initialisation: each thread first-touches its half (docs/design.md: 51/49 % for CG,
     # 50.2/49.8 % for MG; both halves within 3 points of 50 %)
     assert abs(dist.get(0, 0) - 0.5) <= 0.03 and abs(dist.get(3, 0) - 0.5) <= 0.03, dist
     assert dist.get(0, 0) + dist.get(3, 0) >= 0.99, dist

@@ -29,7 +29,7 @@ from numaplace.machine.topology import from_sysfs, load_platform
 
 REPO = Path(__file__).resolve().parents[1]
 DETECT_SCRIPT = REPO / "tests" / "vm" / "guest_detect.py"
-# W in the suite (runs of ~13 s in the guest); A for a longer look (README numbers)
+# W in the suite (runs of ~13 s in the guest); A for a longer look (docs/design.md numbers)
 BAL_CLASS = os.environ.get("NUMAPLACE_VM_BALANCING_CLASS", "W")
 MOVE_AFTER_S = {"W": 1.5, "A": 25}.get(BAL_CLASS, 1.5)   # into the run, once its footprint has settled (MG.W here: ~1.2 s of set-up, then 2 s timed)
 

@@ -35,7 +35,7 @@ cd "$stage"
 # below as mutants "not checked", and then there is no score
 # The scope (the core logic): whole modules, and of aggregate only the statistics
 # per placement and the best/worst choice (its other functions read files and shape tables)
-scope=("numaplace.plan.placement.*" "numaplace.plan.launch.*" "numaplace.core.schema.*" "numaplace.run.numa_maps.*"
+scope=("numaplace.plan.placement.*" "numaplace.plan.expand.*" "numaplace.plan.launch.*" "numaplace.core.schema.*" "numaplace.run.numa_maps.*"
        "numaplace.judge.fidelity.*" "numaplace.core.stats.*" "numaplace.tables.aggregate.x_summary_table__*"
        "numaplace.tables.aggregate.x_best_worst_table__*" "numaplace.tables.aggregate.x__isnan__*")
 "$venv/bin/mutmut" run --max-children "$(nproc)" "${scope[@]}" || true

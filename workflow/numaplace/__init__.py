@@ -5,8 +5,10 @@ from its own stage, the ones before it, and the shared leaves (tests/test_layout
 
   core     shared leaves: cpulist ('0-3,8'), limits, loader (strict YAML/JSON), schema
            (+ schemas/: study, platform, record), stats, artifacts (output names)
-  kinds    the benchmark-kind registry: each kind's build, output parser, verification,
-           metric, cost (npb_output, membench_output: their parsers)
+  kinds    the benchmark-kind registry (__init__) and one module per kind, each with its
+           build, output parser, verification, metric, cost, args, and its own tables,
+           figures and summary section: npb (cg, mg), memory (membw, memlat), stream;
+           microbench (what the C micro-benchmarks share), npb_output, membench_output
   record   the run record's format: write, read, migrate, keep, set aside (store)
   machine  topology, platform_detect, system (page-shaping settings), idle, guard (locks)
   plan     study (the table of runs), placement (the placement language), expand (specs →
@@ -15,9 +17,9 @@ from its own stage, the ones before it, and the shared leaves (tests/test_layout
   build    tree (build trees and build records), serial_init
   run      runner (one measured run), capture, numa_maps, pages_over_time
   judge    fidelity (did threads and pages go where asked)
-  tables   aggregate (records → CSV tables), memory
-  figures  plots, memory
-  report   answer (the answer in a few lines), summary (summary.md and the HTML)
+  tables   aggregate (records → the common CSV tables, then each kind's own)
+  figures  plots (the common figures, then each kind's own)
+  report   answer (the answer in a few lines), summary (summary.md), html (report.html)
   cluster  resources (what each job asks a batch system), pbs (PBS dialects)
   cli      the `numaplace` command the Snakemake rules call
 """
