@@ -42,6 +42,7 @@ class Kind:
     footprint = "steady"
     compared = True            # one metric value per run: compared per placement (summary, best_worst)
     takes_args = False         # an experiment's `args` go to the binary
+    class_steps = False        # a budget may step its class down (C -> B -> A)
     tables: dict = {}          # its own tables: name → caption (results/<study>/tables/<name>.csv)
     figures: dict = {}         # its own figures: name → title (report/<study>/figures/<name>/)
 
@@ -73,6 +74,15 @@ class Kind:
     def working_set_bytes(self, output):
         """Bytes the run's judged footprint must hold to have seen its working set, from
         its parsed output; None when the output does not say."""
+        return None
+
+    def run_seconds(self, cls, threads, args, speed=1.0):
+        """Seconds one run takes, estimated (numaplace.plan.budget), on a machine of `speed`
+        times the reference machine's read bandwidth."""
+        raise NotImplementedError
+
+    def working_set_mb(self, cls):
+        """Peak resident MiB of one run of class cls, or None when its args decide."""
         return None
 
     def check_args(self, args, benches, placements, topo, config, where, entry):

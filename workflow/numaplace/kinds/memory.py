@@ -59,6 +59,8 @@ class Membw(MemoryBench):
 
 
 class Memlat(MemoryBench):
+    run_s = 3.0
+    curve_s = 25.0              # without --sizes: the whole latency curve, L1 to 4 x the LLC
     flags = {**COMMON_FLAGS, "--stride": _stride, "--per-octave": _whole(1, 32), "--min-loads": _whole(0, LONG_MAX),
              "--seed": _whole(0, ULLONG_MAX), "--dump-chain": None}
     not_measuring = {"--dump-chain": "prints memlat's chain and measures nothing (a test mode of "
@@ -66,6 +68,9 @@ class Memlat(MemoryBench):
 
     def floor_s(self, opts):
         return opts.get("--min-loads", 10**6) * LOAD_MIN_S
+
+    def run_seconds(self, cls, threads, args, speed=1.0):
+        return (self.run_s if "--sizes" in args else self.curve_s) * max(1, threads)
 
     def check_options(self, opts, at, where, entry):
         from numaplace import ConfigError

@@ -259,6 +259,7 @@ class MicroBench(Kind):
     flags = COMMON_FLAGS
     not_measuring = {}          # options it takes that no measured run may have: flag → why
     default_sizes = 1           # sizes measured without --sizes
+    run_s = 2.0                 # one run's estimated seconds per thread, measured on the reference machine
 
     def __init__(self, name, title, metric, unit, higher_is_better):
         self.name, self.title, self.metric, self.unit = name, title, metric, unit
@@ -282,6 +283,9 @@ class MicroBench(Kind):
         # time and size depend on the args; a full latency sweep to 4x a large LLC with 5
         # repetitions and 2 readers takes a few minutes; buffers stay below 2 GiB
         return (300, 2048)
+
+    def run_seconds(self, cls, threads, args, speed=1.0):
+        return self.run_s * max(1, threads)
 
     def check_args(self, args, benches, placements, topo, config, where, entry):
         check_args(args, benches, placements, topo, config, where, entry)

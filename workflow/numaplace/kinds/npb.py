@@ -6,16 +6,42 @@ from numaplace.kinds import REPO, Kind, register
 from numaplace.kinds import npb_output
 
 
+# NPB's classes (NPB-FACTS): CG (na, nonzer, niter), MG (n, nit)
+CG = {"S": (1400, 7, 15), "W": (7000, 8, 15), "A": (14000, 11, 15), "B": (75000, 13, 75), "C": (150000, 15, 75)}
+MG = {"S": (32, 4), "W": (128, 4), "A": (256, 4), "B": (256, 20), "C": (512, 20)}
+
+
+def work_mop(bench, cls):
+    """NPB's operation count of one run's timed section, in millions."""
+    if bench == "cg":
+        na, nonzer, niter = CG[cls]
+        return 2e-6 * niter * na * (3 + nonzer * (nonzer + 1) + 25 * (5 + nonzer * (nonzer + 1)) + 3)
+    n, nit = MG[cls]
+    return 58e-6 * nit * n ** 3
+
+
 class NPBKernel(Kind):
     family = "npb"
+    class_steps = True
     metric = "mops"
     unit = "Mop/s"
     source_dir = REPO / "npb" / "src"
     classes = ("S", "W", "A", "B", "C")
     variants = ("default", "serial-init", "mcmodel-medium")
 
-    def __init__(self, name, title, cost):
+    def __init__(self, name, title, cost, mops_1t, efficiency, init_share, working_set_mb):
         self.name, self.title, self._cost = name, title, cost
+        self.mops_1t, self.efficiency, self.init_share = mops_1t, efficiency, init_share
+        self._working_set_mb = working_set_mb
+
+    def run_seconds(self, cls, threads, args, speed=1.0):
+        # NPB's operation count over the reference machine's Mop/s, scaled by speed and by
+        # the thread count with a parallel efficiency: rate(t) = rate(1) * t**efficiency
+        rate = self.mops_1t * speed * threads ** self.efficiency
+        return work_mop(self.name, cls) / rate * (1 + self.init_share)
+
+    def working_set_mb(self, cls):
+        return self._working_set_mb.get(cls)
 
     def make_args(self, cls, variant, official=False):
         args = super().make_args(cls, variant)
@@ -39,7 +65,14 @@ class NPBKernel(Kind):
 # ~2010 node (the reference study's Magny-Cours era); resident sizes follow NPB's array
 # sizes. For scale, on the 2-core 2026 development machine with numaplace's own kernels,
 # one thread: CG.A 0.7 s / 48 MiB, MG.A 0.6 s / 445 MiB.
+# The estimate before a study (numaplace.plan.budget): the bundled kernels' Mop/s at class B
+# on one pinned thread of the reference machine (2 vCPUs of an EPYC guest;
+# tests/benchmarks/bench_vs_official.py, 2026-11-25), the parallel efficiency, the share of
+# set-up and warm-up beside the timed section, and the peak resident MiB per class
+# (NPB-FACTS and bench_vs_official; MG.C's three 514^3 grids with their coarser levels).
 register(NPBKernel("cg", "NPB CG", {"S": (1, 8), "W": (5, 16), "A": (15, 60), "B": (600, 420),
-                                    "C": (1800, 1100)}))
+                                    "C": (1800, 1100)}, mops_1t=1840.0, efficiency=0.9, init_share=0.15,
+                   working_set_mb={"S": 5, "W": 17, "A": 50, "B": 344, "C": 891}))
 register(NPBKernel("mg", "NPB MG", {"S": (1, 8), "W": (10, 60), "A": (30, 460), "B": (120, 460),
-                                    "C": (900, 3500)}))
+                                    "C": (900, 3500)}, mops_1t=5830.0, efficiency=0.8, init_share=0.10,
+                   working_set_mb={"S": 5, "W": 58, "A": 435, "B": 435, "C": 3480}))

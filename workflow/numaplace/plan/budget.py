@@ -1,45 +1,24 @@
 """What a study will cost, said before anything is built: machine time per experiment and in
 total, and the memory a run's pages need on a node.
 
-The estimate is NPB's own operation count per kernel and class (NPB-FACTS: CG's and MG's
-Mop formulas) divided by a rate: the bundled kernels' Mop/s at class B on one thread of the
-reference machine (tests/benchmarks/bench_vs_official.py, 2026-11-25), scaled by this
-machine's read bandwidth against the reference's (a 0.1 s numpy read of 256 MiB: both
-kernels are memory-bound), and by the thread count with a parallel efficiency. Memory
-micro-benchmark runs, builds and each run's start-up are fixed costs measured on the
+Each kind says what one run costs on the reference machine at its speed (Kind.run_seconds:
+for the NPB kernels, NPB's own operation count per class over the bundled kernels' Mop/s
+there, numaplace.kinds.npb; for the micro-benchmarks a fixed cost), scaled here by this
+machine's read bandwidth against the reference's (a 0.1 s numpy read of 256 MiB: the
+kernels are memory-bound). Builds and each run's start-up are fixed costs measured on the
 reference machine. It is an estimate: the summary puts the real time beside it.
 """
 from __future__ import annotations
 
 import re
 
-# NPB's classes (NPB-FACTS): CG (na, nonzer, niter), MG (n, nit)
-CG = {"S": (1400, 7, 15), "W": (7000, 8, 15), "A": (14000, 11, 15), "B": (75000, 13, 75), "C": (150000, 15, 75)}
-MG = {"S": (32, 4), "W": (128, 4), "A": (256, 4), "B": (256, 20), "C": (512, 20)}
-CLASS_ORDER = "SWABC"
+from numaplace.kinds import kind
 
-# the reference machine (2 vCPUs of an EPYC guest): bundled CG.B / MG.B, 1 thread, pinned
-REF_MOPS_1T = {"cg": 1840.0, "mg": 5830.0}
+CLASS_ORDER = "SWABC"
+# the reference machine (2 vCPUs of an EPYC guest)
 REF_READ_GBS = 32.0                 # read_bandwidth() there, quiet (31.5-32.9 GB/s)
-EFFICIENCY = {"cg": 0.9, "mg": 0.8}  # rate(t) = rate(1) * t**efficiency
-INIT_SHARE = {"cg": 0.15, "mg": 0.10}   # set-up and warm-up beside the timed section
 RUN_OVERHEAD_S = 0.6                # a run's start, captures, record (quick study: 14 class S runs in 7 s)
 BUILD_S = 25.0                      # one binary, gfortran -O3
-MEMBENCH_S = {"membw": 2.0, "memlat": 3.0, "memlat-curve": 25.0}
-
-# peak resident memory per kernel and class (MiB): NPB-FACTS and bench_vs_official; MG.C's
-# three 514^3 grids with their coarser levels
-WORKING_SET_MB = {("cg", "S"): 5, ("cg", "W"): 17, ("cg", "A"): 50, ("cg", "B"): 344, ("cg", "C"): 891,
-                  ("mg", "S"): 5, ("mg", "W"): 58, ("mg", "A"): 435, ("mg", "B"): 435, ("mg", "C"): 3480}
-
-
-def work_mop(bench, cls):
-    """NPB's operation count of one run's timed section, in millions."""
-    if bench == "cg":
-        na, nonzer, niter = CG[cls]
-        return 2e-6 * niter * na * (3 + nonzer * (nonzer + 1) + 25 * (5 + nonzer * (nonzer + 1)) + 3)
-    n, nit = MG[cls]
-    return 58e-6 * nit * n ** 3
 
 
 def read_bandwidth(nbytes=256 * 2**20, tries=5):
@@ -84,12 +63,7 @@ def machine_speed(results_dir):
 
 def run_seconds(run, speed=1.0):
     """Estimated seconds of one planned run (numaplace.plan.study.Run); speed scales the rates."""
-    if run.bench in REF_MOPS_1T:
-        rate = REF_MOPS_1T[run.bench] * speed * run.placement.threads ** EFFICIENCY[run.bench]
-        return work_mop(run.bench, run.cls) / rate * (1 + INIT_SHARE[run.bench]) + RUN_OVERHEAD_S
-    curve = run.bench == "memlat" and "--sizes" not in run.args
-    cells = max(1, run.placement.threads)
-    return MEMBENCH_S["memlat-curve" if curve else run.bench] * cells + RUN_OVERHEAD_S
+    return kind(run.bench).run_seconds(run.cls, run.placement.threads, run.args, speed) + RUN_OVERHEAD_S
 
 
 def parse_minutes(text):
@@ -150,7 +124,7 @@ def memory_warnings(runs, topo):
     out, seen = [], set()
     free_by_node = free_mb(topo)                          # read once, not per run
     for r in runs:
-        ws = WORKING_SET_MB.get((r.bench, r.cls))
+        ws = kind(r.bench).working_set_mb(r.cls)
         if ws is None:
             continue
         p = r.placement

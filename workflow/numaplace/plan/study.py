@@ -188,7 +188,7 @@ class Study:
             c = self.config = copy.deepcopy(self.config)
             exps = c["experiments"]
             classes = [k for e in exps for k in setting("classes", c, e)
-                       if set(setting("benchmarks", c, e)) & set(budget.REF_MOPS_1T)]
+                       if any(kind(b).class_steps for b in setting("benchmarks", c, e))]
             step = budget.step_down(classes)
             if step:
                 for holder in [c] + exps:

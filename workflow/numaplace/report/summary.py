@@ -181,7 +181,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     out = [f"# Placement study `{name}`: summary", ""]
     if description:
         out += [description, ""]
-    out += _facts_markdown(runs, current, summary)
+    out += _facts_markdown(runs, current, summary, npb)
     out += answer_markdown(bw, manifest, answer, npb, summary)
     if not npb:
         out += kinds_markdown(tables)
@@ -203,14 +203,14 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     return "\n".join(out)
 
 
-def _facts_markdown(runs, current, summary):
+def _facts_markdown(runs, current, summary, npb=True):
     planned = int(summary["n_planned"].fillna(0).sum()) if "n_planned" in summary else 0
     missing = int(summary["n_missing"].fillna(0).sum()) if "n_missing" in summary else 0
     facts = [f"{len(current)} run records", f"{len(runs) - len(current)} set-aside attempts"]
     if planned:
         facts.append(f"{planned} planned runs, {missing} without a record yet")
-    return ["Built from " + ", ".join(facts) + ". Times are NPB's own \"Time in seconds\"; "
-            "statistics are over the current ok records of each placement.", ""]
+    return ["Built from " + ", ".join(facts) + "." + (" Times are NPB's own \"Time in seconds\"; "
+            "statistics are over the current ok records of each placement." if npb else ""), ""]
 
 
 def _status_markdown(runs):
