@@ -38,3 +38,15 @@ def test_machine_line_from_the_matrix_beside_slit():
     assert machine_line(matrix, topo) == ("machine: 2 NUMA nodes · latency local 100 ns, remote 150 ns (1.50x) · "
                                           "read bandwidth local 10 GB/s, remote 6 GB/s (0.60x) · SLIT remote/local 2.10x")
     assert machine_line(None, {"nodes": {"0": "0-1"}}).startswith("machine: 1 NUMA node; no memory matrix measured")
+
+
+def test_a_pair_on_the_same_cpus_names_what_differs():
+    """Best and worst on the same CPUs with the same memory: the answer says which of the
+    binding and the launcher differs, since neither is in the placement label."""
+    from numaplace.report.answer import _what_differs
+    assert _what_differs({"binding": "threads", "launcher": "numactl"}, {"binding": "threads", "launcher": "taskset"}) \
+        == "only the launcher differs (numactl best, taskset worst)"
+    assert _what_differs({"binding": "threads", "launcher": "omp"}, {"binding": "process", "launcher": "omp"}) \
+        == "only the binding differs (one CPU per thread best, one mask for all threads worst)"
+    assert "binding and the launcher differ" in _what_differs({"binding": "threads", "launcher": "omp"},
+                                                               {"binding": "process", "launcher": "numactl"})

@@ -106,8 +106,8 @@ def kernel_lines(best_worst, summary, runs):
         case = f"{str(bench).upper()} class {cls} ({r['variant']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''})"
         if not len(placed):
             out.append(f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
-                       f"memory, only the binding or the launcher differs ({r['best_placement']} / "
-                       f"{r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
+                       f"memory, {_what_differs(desc.get(r['best_placement_id']), desc.get(r['worst_placement_id']))} "
+                       f"({r['best_placement']} / {r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
             continue
         bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
         bm, wm = _rates(bg, wg)
@@ -118,6 +118,19 @@ def kernel_lines(best_worst, summary, runs):
                    f"({r['worst_median_s']:.3g} s): the wrong choice costs {_cost(r, cost_interval(bm, wm))}, "
                    f"{_noise(r)}{flags}{drift}")
     return out
+
+
+def _what_differs(best, worst):
+    """'only the launcher differs (numactl best, taskset worst)' for two summary rows on the
+    same CPUs and memory: a placement label names neither launcher nor, for a mask, binding."""
+    words = {"binding": {"process": "one mask for all threads", "threads": "one CPU per thread"}}
+    diffs = [(k, (best or {}).get(k), (worst or {}).get(k)) for k in ("binding", "launcher")
+             if (best or {}).get(k) != (worst or {}).get(k)]
+    if not diffs:
+        return "only the binding or the launcher differs"
+    return "only the " + " and the ".join(k for k, _, _ in diffs) + " differ" + ("s" if len(diffs) == 1 else "") + \
+        " (" + "; ".join(f"{words.get(k, {}).get(b, b)} best, {words.get(k, {}).get(w, w)} worst"
+                         for k, b, w in diffs) + ")"
 
 
 def _cost(r, ci):
