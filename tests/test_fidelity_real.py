@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from numaplace.judge.fidelity import judge, thresholds_of
+from numaplace.judge.fidelity import judge, JUDGED_BY, thresholds_of
 from numaplace.record.store import read_record
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "vm" / "runs"
@@ -27,7 +27,8 @@ DRIFT = "drift-membind3"                   # asked membind 2, pages bound to nod
 
 
 def test_defaults_are_the_documented_ones():
-    assert thresholds_of() == SETTINGS
+    assert {k: thresholds_of()[k] for k in JUDGED_BY} == SETTINGS
+    assert thresholds_of()["foreign_load_max"] == 0.05 and thresholds_of()["memory_cell_share_min"] == 0.99
 
 
 # -- whole verdicts on real records ---------------------------------------------------------

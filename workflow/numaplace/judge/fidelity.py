@@ -34,6 +34,12 @@ POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),
                 "preferred": ("prefer", "prefer (many)")}
 
 
+# the thresholds a placement verdict is judged by (the fidelity section also holds the
+# tables' bars for foreign load and memory cells, which are not part of a run's verdict)
+JUDGED_BY = ("memory_share_min", "interleave_tolerance", "interleave_slack_bytes", "memory_min_bytes",
+             "migration_moved_max")
+
+
 def thresholds_of(thresholds=None):
     """The study's thresholds over the schema's defaults (the one place they are written)."""
     from numaplace.core.schema import defaults
@@ -290,7 +296,7 @@ def judge(rec, thresholds=None):
     # with balancing on, pages that could not be followed over time are not known to have stayed
     parts = (th["verdict"], mem["verdict"], (mig or {}).get("verdict", "ok"))
     overall = "drift" if "drift" in parts else ("unknown" if "unknown" in parts else "ok")
-    out.update(verdict=overall, threads=th, memory=mem, settings=cfg)
+    out.update(verdict=overall, threads=th, memory=mem, settings={k: cfg[k] for k in JUDGED_BY})
     if mig is not None:
         out["migration"] = mig
     if overall == "drift":

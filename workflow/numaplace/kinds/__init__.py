@@ -91,9 +91,10 @@ class Kind:
 
     # -- its own tables and figures: made once per group of kinds that share the method
     # (membw and memlat fill the same memory tables), from the records of that group
-    def make_tables(self, records):
+    def make_tables(self, records, thresholds):
         """{name: DataFrame} of its own tables from its group's records (each a dict, as
-        read by numaplace.record.store, with `_path`)."""
+        read by numaplace.record.store, with `_path`), judged under the study's fidelity
+        thresholds (the schema's `fidelity` section, defaults filled in)."""
         return {}
 
     def draw(self, tables, writer):

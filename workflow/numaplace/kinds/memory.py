@@ -39,8 +39,8 @@ class MemoryBench(MicroBench):
     figures = {"memory_bandwidth": "Memory: read bandwidth per CPU", "memory_latency": "Memory: latency vs size",
                "memory_heatmap": "Memory: reader node × memory node", "memory_contention": "Memory: contention"}
 
-    def make_tables(self, records):
-        memory = memory_table(records)
+    def make_tables(self, records, thresholds):
+        memory = memory_table(records, thresholds["memory_cell_share_min"])
         return {"memory": memory, "memory_matrix": matrix_table(memory)}
 
     def draw(self, tables, writer):
@@ -87,7 +87,7 @@ register(Memlat("memlat", "memlat pointer-chase latency", "value", "ns", False))
 
 # -- tables ---------------------------------------------------------------------------
 
-PAGE_SHARE_MIN = 0.99      # the fidelity bar for a memory cell
+PAGE_SHARE_MIN = 0.99      # fidelity.memory_cell_share_min's default (study schema)
 COLUMNS = ["bench", "mode", "size_bytes", "threads", "reader_cpu", "reader_node", "memory_node", "rep",
            "value", "unit", "pages_on_memory_node", "status",
            "run_id", "attempt", "experiment_placement", "placement_id", "via", "thread", "sample",
@@ -118,7 +118,7 @@ def intended_node(p, node_of, out):
     return node
 
 
-def record_rows(rec):
+def record_rows(rec, share_min=PAGE_SHARE_MIN):
     p = rec.get("placement") or {}
     out = _output(rec)
     if not out:
@@ -130,7 +130,7 @@ def record_rows(rec):
     for r in out["results"]:
         share = membench_output.share_on(r, want) if want is not None else None
         status = rec.get("status")
-        if status == "ok" and (share is None or share < PAGE_SHARE_MIN):
+        if status == "ok" and (share is None or share < share_min):
             status = "drift"
         rows.append({
             "bench": rec["bench"], "mode": r.get("mode"), "size_bytes": r.get("size_bytes"),
@@ -147,9 +147,9 @@ def record_rows(rec):
     return rows
 
 
-def memory_table(records):
+def memory_table(records, share_min=PAGE_SHARE_MIN):
     import pandas as pd
-    rows = [row for rec in records for row in record_rows(rec)]
+    rows = [row for rec in records for row in record_rows(rec, share_min)]
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["bench", "mode", "via", "memory_node", "reader_node", "size_bytes", "threads",
                            "rep", "thread", "sample"], na_position="last", kind="stable").reset_index(drop=True)

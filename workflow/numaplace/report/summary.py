@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from numaplace.kinds import KINDS, groups, table_captions
+from numaplace.judge.fidelity import thresholds_of
 from numaplace.tables import aggregate
 from numaplace.figures import plots
 
@@ -321,7 +322,7 @@ def kinds_markdown(tables):
 def _flagged_runs(runs):
     """Runs whose CPUs were shared during the run, and files that could not be read."""
     out = ["## Runs that shared their CPUs", "",
-           f"Runs whose CPUs spent more than {aggregate.FOREIGN_LOAD_MAX:.0%} of their time on "
+           f"Runs whose CPUs spent more than {thresholds_of()['foreign_load_max']:.0%} (fidelity.foreign_load_max) of their time on "
            "other processes while the benchmark ran (record field `foreign_load`).", ""]
     shared = runs[runs["shared_cpus"].map(_truthy)] if len(runs) and "shared_cpus" in runs else runs.iloc[0:0]
     if len(shared):

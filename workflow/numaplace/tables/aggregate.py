@@ -41,7 +41,7 @@ import pandas as pd
 
 from numaplace.run import numa_maps
 from numaplace.run.capture import NUMASTAT_COUNTERS
-from numaplace.judge.fidelity import footprint_basis, judge
+from numaplace.judge.fidelity import footprint_basis, judge, thresholds_of
 from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import iter_records
 from numaplace.core.stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
@@ -51,7 +51,6 @@ from numaplace.machine.system import REPORTED
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
 CASE_KEYS = ["bench", "class", "variant", "threads"]
 # a run whose CPUs gave more than this share of their time to other processes is flagged
-FOREIGN_LOAD_MAX = 0.05
 GIB = 2 ** 30
 
 PLACEMENT_COLUMNS = ["placement", "cpus", "layout", "memory", "binding", "launcher"]
@@ -141,7 +140,8 @@ def record_row(rec, thresholds=None):
         "fidelity_migration": (fid.get("migration") or {}).get("verdict"),
         **{f"sys_{k}": (rec.get("system") or {}).get(k) for k in REPORTED},   # system.py
         "foreign_load_share": foreign.get("share"),
-        "shared_cpus": bool(foreign.get("share") is not None and foreign["share"] > FOREIGN_LOAD_MAX),
+        "shared_cpus": bool(foreign.get("share") is not None
+                            and foreign["share"] > thresholds_of(thresholds)["foreign_load_max"]),
         "problems": "; ".join(problems),
         "host": rec.get("host"), "started": rec.get("started"),
         "footprint": which if data_bytes else None,
@@ -398,7 +398,7 @@ def build_tables(results_dir, plan_path=None, thresholds=None):
     tables = {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
               "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
     for owner, names in groups("make_tables"):
-        tables.update(owner.make_tables([r for r in records if r.get("bench") in names]))
+        tables.update(owner.make_tables([r for r in records if r.get("bench") in names], thresholds_of(thresholds)))
     return {name: tables[name] for name in table_captions()}
 
 
