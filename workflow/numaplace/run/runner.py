@@ -71,14 +71,6 @@ def clean_env(extra):
     return env
 
 
-def _set_aside_earlier(rundir):
-    """Files of an earlier attempt in the run's folder are set aside before a new one
-    (records.set_aside): a complete attempt (its record, or the record kept under KEPT
-    after Snakemake removed record.json) into attempts/<n>/, still counted by the tables;
-    an interrupted one (no record) into interrupted/<time>/, not mixed in."""
-    set_aside(rundir)
-
-
 class Interrupted(Exception):
     pass
 
@@ -105,7 +97,7 @@ def execute_build(spec, build_record, record_path, window=None, held_lock=None):
            "status": "build-failed", "reason": build["reason"], "output": None, "captures": None,
            "captures_note": "the run did not execute: its binary could not be built",
            "finished": now()}
-    _set_aside_earlier(record_path.parent)
+    set_aside(record_path.parent)        # an earlier attempt's files: attempts/<n>/ or interrupted/
     write_record(record_path, rec)
     return rec
 
@@ -164,7 +156,7 @@ class _Run:
 
     def execute(self):
         self.rundir.mkdir(parents=True, exist_ok=True)
-        _set_aside_earlier(self.rundir)
+        set_aside(self.rundir)               # an earlier attempt's files: attempts/<n>/ or interrupted/
         (self.rundir / "work").mkdir()          # clean cwd: no mg.input, no timer.flag
         if not self.launcher.on_measured_node:
             self.rec["host_note"] = (f"{self.launcher.name}: host, kernel and topology describe the "
