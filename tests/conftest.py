@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -199,6 +200,28 @@ def official_build(nasa_npb, tmp_path_factory):
     return _build
 
 
+@pytest.fixture(scope="session")
+def microbench(tmp_path_factory):
+    """microbench(bench, cflags=None) → binary bin/<bench>.X.x, built by `make <BENCH>
+    CLASS=X` in a session copy of microbench/src (cflags replaces make.def's CFLAGS)."""
+    if not shutil.which("make") or not shutil.which("cc"):
+        need_rig("make/cc not installed (bash .ci/setup installs them)")
+    root = tmp_path_factory.mktemp("microbench")
+    built = {}
+
+    def _build(bench, cflags=None):
+        if (bench, cflags) not in built:
+            tree = root / f"src{len(built)}"
+            shutil.copytree(REPO / "microbench" / "src", tree,
+                            ignore=shutil.ignore_patterns("build.*", "*.x", "make.def"))
+            cmd = ["make", bench.upper(), "CLASS=X"] + ([f"CFLAGS={cflags}"] if cflags else [])
+            r = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+            assert r.returncode == 0, r.stdout + r.stderr
+            built[(bench, cflags)] = tree / "bin" / f"{bench}.X.x"
+        return built[(bench, cflags)]
+    return _build
+
+
 # -- the reference study's platforms, and one experiment expanded on them ---------------
 @pytest.fixture(scope="session")
 def platforms():
@@ -289,7 +312,8 @@ def _reached(code, func_globals, seen):
 def _reached_by(item):
     """_reached from the test function and from every fixture it uses."""
     funcs = [getattr(item, "function", None)]
-    for defs in item._fixtureinfo.name2fixturedefs.values():
+    info = getattr(item, "_fixtureinfo", None)        # pytest Function items (not doctests)
+    for defs in (info.name2fixturedefs.values() if info else ()):
         funcs += [d.func for d in defs]
     seen, names, strings = set(), set(), set()
     for f in funcs:
@@ -307,12 +331,13 @@ def speed_class(item):
     if declared:
         return declared[0]
     module = item.path.stem
-    fixtures = set(item.fixturenames)
+    fixtures = set(getattr(item, "fixturenames", ()))
     names, strings = _reached_by(item)
+    listed = f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS
     if module in RIG_MODULES or fixtures & RIG_FIXTURES or names & RIG_CALLS:
         return "rig"
     if (module in WORKFLOW_MODULES or fixtures & WORKFLOW_FIXTURES or names & WORKFLOW_CALLS
-            or strings & WORKFLOW_COMMANDS or f"{item.path.name}::{item.originalname}" in SLOW_TESTS):
+            or strings & WORKFLOW_COMMANDS or listed):
         return "workflow"
     return "unit"
 

@@ -20,26 +20,6 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "membench"
 
 
-@pytest.fixture(scope="session")
-def microbench(tmp_path_factory):
-    """bench -> binary, built by `make <BENCH> CLASS=X` in a copy of microbench/src."""
-    if not shutil.which("make") or not shutil.which("cc"):
-        from conftest import need_rig
-        need_rig("make/cc not installed (bash .ci/setup installs them)")
-    tree = tmp_path_factory.mktemp("microbench") / "src"
-    shutil.copytree(REPO / "microbench" / "src", tree,
-                    ignore=shutil.ignore_patterns("build.*", "*.x", "make.def"))
-    built = {}
-
-    def _build(bench):
-        if bench not in built:
-            r = subprocess.run(["make", bench.upper(), "CLASS=X"], cwd=tree, capture_output=True, text=True)
-            assert r.returncode == 0, r.stdout + r.stderr
-            built[bench] = tree / "bin" / f"{bench}.X.x"
-        return built[bench]
-    return _build
-
-
 def run(binary, *args, threads=1):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
     env["OMP_NUM_THREADS"] = str(threads)
