@@ -117,7 +117,7 @@ def test_short_runs_are_compared_at_their_resolution(tmp_path, template):
     # and the report says so wherever the comparison is shown: answer, best/worst table, figure
     md = summary_markdown(t, [])
     assert "100.0%" not in md and md.count("below resolution") >= 2, md
-    w = plots._Writer(tmp_path / "fig", {**plots.defaults("figures"), "formats": ["svg"]})
+    w = plots._Writer(tmp_path / "fig", plots.Section("figures", {"formats": ["svg"]}).whole())
     plots.best_worst_figures(t["best_worst"], w)
     (svg,) = (tmp_path / "fig").rglob("*.svg")
     assert "below resolution" in svg.read_text() and "100.0%" not in svg.read_text()

@@ -87,7 +87,7 @@ def test_figures_survive_long_labels(tmp_path):
              "time_min_s": 60 + i, "time_median_s": 62 + i, "time_mean_s": 62 + i, "time_max_s": 65 + i,
              "time_cv": 0.02} for i, lab in enumerate(labels)]
     summary = pd.DataFrame(rows)
-    w = plots._Writer(tmp_path, plots.defaults("figures"))
+    w = plots._Writer(tmp_path, plots.Section("figures").whole())
     plots._rc()
     plots.duration_figures(summary, w)
     plots.variability_figures(summary, w)
@@ -308,7 +308,7 @@ def test_duration_figure_shows_each_placement_in_order_with_best_and_worst_marke
              "time_min_s": t - 0.5, "time_median_s": t, "time_mean_s": t, "time_max_s": t + 0.5, "time_cv": 0.01}
             for pid, label, t in (("b", "2/2 on 0,1", 20.0), ("a", "4 on 0 · interleave 0-1", 31.0),
                                   ("c", "1/1/1/1 on 0-3", 12.5))]
-    w = plots._Writer(tmp_path, {**plots.defaults("figures"), "formats": ["svg"]})
+    w = plots._Writer(tmp_path, plots.Section("figures", {"formats": ["svg"]}).whole())
     plots._rc()
     monkeypatch.setitem(plots.plt.rcParams, "svg.fonttype", "none")
     plots.duration_figures(pd.DataFrame(rows), w)

@@ -48,8 +48,8 @@ def test_run_arguments_are_read_without_argparse_and_anything_else_goes_to_it():
 
 
 def test_settings_fall_back_on_the_schema_defaults_only_when_missing():
-    from numaplace.run.runner import Settings
-    from numaplace.core.schema import defaults
-    s = Settings("run", {"timeout": 5})
+    from numaplace.core.schema import Section, defaults
+    s = Section("run", {"timeout": 5})
     assert s["timeout"] == 5 and s["idle_check"] == defaults("run")["idle_check"]
     assert dict(s) == {"timeout": 5}
+    assert s.whole() == {**defaults("run"), "timeout": 5} and Section("run").whole() == defaults("run")

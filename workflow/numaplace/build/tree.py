@@ -16,7 +16,7 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.kinds import kind
-from numaplace.core.schema import defaults
+from numaplace.core.schema import Section
 from numaplace.plan.sources import BUNDLED_SOURCE, NOT_SOURCE, dir_files, is_url, omp_tree, sha256_of
 
 
@@ -33,7 +33,7 @@ def make_def(settings, variant, version=None):
     loop (npb/src/CG/cg_rows_times.c). NPB 3.3.1's randi8 does not compile with
     gfortran 12 (a non-standard hex constant): unless the study sets `rand`, 3.3 trees
     get randdp."""
-    settings = {**defaults("npb"), **settings}
+    settings = Section("npb", settings).whole()
     fflags = settings["fflags"]
     flink = settings.get("flinkflags") or fflags
     if variant == "mcmodel-medium":

@@ -12,8 +12,8 @@ from numaplace import ConfigError
 
 def of(config):
     """The study's limits: the schema's defaults, raised or lowered by its `limits:` section."""
-    from numaplace.core.schema import defaults
-    return {**defaults("limits"), **(config.get("limits") or {})}
+    from numaplace.core.schema import Section
+    return Section("limits", config.get("limits")).whole()
 
 
 def hint(name, needed):

@@ -207,6 +207,24 @@ def validate_platform(data, where):
     return check(data, "platform", where)
 
 
+class Section(dict):
+    """One section of a study's settings (run, capture, npb, fidelity, limits, figures, ...)
+    as given, with the schema's defaults for every key it does not give: the one way code
+    reads a section, validated or not (a run spec, build settings). The defaults are read
+    only when a key is missing (the plan's run params carry every one)."""
+
+    def __init__(self, section, given=None):
+        super().__init__(given or {})
+        self.section = section
+
+    def __missing__(self, key):
+        return _defaults(self.section)[key]
+
+    def whole(self):
+        """A plain dict of every setting of the section, defaults filled in."""
+        return {**_defaults(self.section), **self}
+
+
 def defaults(section=None):
     """The study schema's defaults for one section (run, capture, npb, fidelity, ...), or
     with no section for the study's top-level keys: the one place they are written. Code

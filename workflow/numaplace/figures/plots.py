@@ -33,7 +33,7 @@ from matplotlib.patches import Patch  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from numaplace.core.schema import defaults  # noqa: E402
+from numaplace.core.schema import Section  # noqa: E402
 from numaplace.kinds import figure_titles, groups  # noqa: E402
 
 FIGURES = figure_titles()
@@ -400,7 +400,7 @@ def variability_figures(summary, w):
 def make_figures(tables, out_dir, settings=None):
     """Every figure of KINDS from the tables ({name: DataFrame}, see aggregate.read_tables)
     into out_dir/<kind>/; writes out_dir/figures.csv and returns it as a DataFrame."""
-    cfg = {**defaults("figures"), **(settings or {})}
+    cfg = Section("figures", settings).whole()
     out_dir = Path(out_dir)
     for kind in KINDS:                      # a rerun never leaves figures of vanished cases
         d = out_dir / kind

@@ -42,8 +42,8 @@ JUDGED_BY = ("memory_share_min", "interleave_tolerance", "interleave_slack_bytes
 
 def thresholds_of(thresholds=None):
     """The study's thresholds over the schema's defaults (the one place they are written)."""
-    from numaplace.core.schema import defaults
-    return {**defaults("fidelity"), **(thresholds or {})}
+    from numaplace.core.schema import Section
+    return Section("fidelity", thresholds).whole()
 
 
 def _mib(b):

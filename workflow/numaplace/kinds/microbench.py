@@ -204,7 +204,7 @@ def machine_memory(topo, auto, meminfo="/proc/meminfo"):
 def check_args(args, benches, placements, topo, config, where, entry):
     """A memory experiment's args, before any run: options the benchmarks take, buffers
     that fit in the machine's memory, and runs that can end before run.timeout."""
-    from numaplace.core.schema import defaults, setting
+    from numaplace.core.schema import Section, setting
     opts, at = parse_args(args, benches, where, entry)
     memory = machine_memory(topo, setting("platform", config) == "auto")
     largest = max((size or 0 for _, size in opts.get("--sizes", ())), default=0)
@@ -227,7 +227,7 @@ def check_args(args, benches, placements, topo, config, where, entry):
         n = len(opts["--cpus"])
         raise ConfigError(where, f"{entry}.args[{at['--cpus'] + 1}]", f"--cpus lists {n} CPU{'s' * (n > 1)} "
                           f"for placements of up to {threads} threads (thread t is pinned to its t-th CPU)")
-    timeout = {**defaults("run"), **config.get("run", {})}["timeout"]
+    timeout = Section("run", config.get("run"))["timeout"]
     for bench in benches:
         seconds, how = kind(bench).seconds_at_least(opts, threads)
         if seconds > timeout:

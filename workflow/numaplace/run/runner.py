@@ -21,6 +21,7 @@ from numaplace.run.capture import Sampler, numastat_delta, numastat_system
 from numaplace.machine.guard import AncestorWatch, die_with_parent, machine_lock, snakemake_ancestor
 from numaplace.machine.idle import cpu_jiffies, foreign_load, idle_check
 from numaplace.kinds import kind
+from numaplace.core.schema import Section
 from numaplace.plan.launch import LAUNCHERS, SCRUBBED_ENV
 from numaplace.run.pages_over_time import pages_over_time
 from numaplace.plan.placement import Placement
@@ -41,24 +42,10 @@ def host_facts():
     return facts
 
 
-class Settings(dict):
-    """A spec's capture or run settings. The plan's run params carry every one; a spec
-    written by hand falls back on the schema's defaults, read only then (loading YAML
-    and the schema would cost a third of a launch's time budget)."""
-
-    def __init__(self, section, given):
-        super().__init__(given)
-        self.section = section
-
-    def __missing__(self, key):
-        from numaplace.core.schema import defaults
-        return defaults(self.section)[key]
-
-
 def effective_timeout(runcfg, environ=os.environ):
     """The study's per-run timeout, cut short inside a batch job so that the runner, not
     the scheduler, ends a hung run (and records it) before the walltime runs out."""
-    timeout = Settings("run", runcfg)["timeout"]
+    timeout = Section("run", runcfg)["timeout"]
     walltime = environ.get("NUMAPLACE_WALLTIME_MIN")
     if walltime and any(k in environ for k in ("SLURM_JOB_ID", "PBS_JOBID")):
         timeout = min(timeout, max(30, 60 * float(walltime) - 150))
@@ -143,8 +130,8 @@ class _Run:
         self.kind = kind(spec["bench"])
         self.placement = Placement.from_dict(spec["placement"])
         self.launcher = LAUNCHERS[self.placement.launcher]
-        self.capture = Settings("capture", spec.get("capture", {}))
-        self.runcfg = Settings("run", spec.get("run", {}))
+        self.capture = Section("capture", spec.get("capture", {}))
+        self.runcfg = Section("run", spec.get("run", {}))
         self.argv = [str(self.binary) if a == "BINARY" else a for a in spec["argv"]]
         self.env = dict(spec["env"])
         self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
