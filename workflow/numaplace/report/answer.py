@@ -17,33 +17,42 @@ def _mean(xs):
     return float(np.mean(xs)) if len(xs) else float("nan")
 
 
-def machine_line(matrix, topology):
-    """One line on the machine: nodes, SLIT remote/local, and the measured ratios."""
+def machine_line(matrix, topology, runs=None):
+    """One line on the machine: nodes, the SLIT's distance classes over local, and the
+    measured local and remote values with their ratio; memory runs that shared their CPUs
+    with other load are counted in the line they feed."""
     nodes = len((topology or {}).get("nodes", {})) or None
     dist = (topology or {}).get("distances")
     slit = ""
     if dist and len(dist) > 1:
-        remote = [dist[i][j] for i in range(len(dist)) for j in range(len(dist)) if i != j]
-        slit = f"SLIT remote/local {_mean(remote) / dist[0][0]:.2f}x"
+        classes = sorted({dist[i][j] / dist[i][i] for i in range(len(dist)) for j in range(len(dist)) if i != j})
+        slit = "SLIT remote/local " + ", ".join(f"{c:.2g}x" for c in classes) + \
+            (f" ({len(classes)} distance classes)" if len(classes) > 1 else "")
     head = f"machine: {nodes} NUMA node{'s' if nodes != 1 else ''}" if nodes else "machine"
     if matrix is None or not len(matrix):
         return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
                "of memlat and membw to see local vs remote)"
     parts = [head]
     top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
-    for bench, what, unit, scale in (("memlat", "latency", "ns", 1.0), ("membw", "read bandwidth", "GB/s", 1e-3)):
+    for bench, what, unit, fmt, scale in (("memlat", "latency", "ns", ".0f", 1.0),
+                                          ("membw", "read bandwidth", "GB/s", ".1f", 1e-3)):
         m = top[top["bench"] == bench]
         if not len(m):
             continue
         local = m[m["reader_node"] == m["memory_node"]]["median"]
         remote = m[m["reader_node"] != m["memory_node"]]["median"]
         if len(remote):
-            parts.append(f"{what} local {_mean(local) * scale:.3g} {unit}, remote {_mean(remote) * scale:.3g} {unit} "
-                         f"({_mean(remote) / _mean(local):.2f}x)")
+            parts.append(f"{what} local {_mean(local) * scale:{fmt}} {unit}, remote {_mean(remote) * scale:{fmt}} {unit} "
+                         f"(remote/local {_mean(remote) / _mean(local):.2f}x, mean of {len(remote)} cells)")
         else:
-            parts.append(f"{what} {_mean(local) * scale:.3g} {unit} (local only)")
+            parts.append(f"{what} {_mean(local) * scale:{fmt}} {unit} (local only)")
     if slit:
         parts.append(slit)
+    if runs is not None and len(runs) and "shared_cpus" in runs:
+        mem = runs[runs["bench"].isin(set(matrix["bench"])) & runs["current"].astype(bool)]
+        shared = int(mem["shared_cpus"].astype(bool).sum())
+        if shared:
+            parts.append(f"{shared} of these {len(mem)} memory runs shared their CPUs with other load")
     return " · ".join(parts)
 
 
@@ -159,13 +168,16 @@ def serial_init_lines(summary, runs):
                                        100 * (1 - pairs["time_median_s_par"] / pairs["time_median_s_ser"])))
     pairs = pairs[pairs["cost"].notna()]
     from numaplace.core.cpulist import parse_cpulist
-    # on one node serial initialisation puts the pages where first touch does: no effect
-    pairs = pairs.assign(spans=[len(parse_cpulist(str(x).split(" on ")[-1])) > 1 for x in pairs["layout_par"]])
+    # on one node serial initialisation puts the pages where first touch does: no effect;
+    # under a memory policy (interleave, membind) the policy places them, not the first touch
+    first_touch = pairs["memory_par"].isna() | (pairs["memory_par"].astype(str) == "local")
+    pairs = pairs.assign(spans=[len(parse_cpulist(str(x).split(" on ")[-1])) > 1 and bool(ft)
+                                for x, ft in zip(pairs["layout_par"], first_touch)])
     for (bench, cls), g in pairs.groupby(["bench", "class"], sort=True):
         if not g["spans"].any():
             out.append(f"{str(bench).upper()} class {cls}: serial initialisation vs parallel first touch: no effect "
-                       "to show: every placement measured with both runs on one NUMA node, where both put the "
-                       "pages alike")
+                       "to show: every placement measured with both runs on one NUMA node, or under a memory policy "
+                       "that places the pages itself, where both put the pages alike")
             continue
         r = g[g["spans"]].sort_values("cost", ascending=False).iloc[0]
         key = {"bench": bench, "class": cls, "threads": r["threads"]}
@@ -187,7 +199,7 @@ def serial_init_lines(summary, runs):
 
 def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
-    lines = [machine_line(tables.get("memory_matrix"), topology)]
+    lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"))]
     ks = kernel_lines(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
     npb = tables.get("runs")
     lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
