@@ -17,6 +17,7 @@ import pytest
 
 from numaplace.judge.fidelity import footprint_basis, judge
 from numaplace.kinds.memory import record_rows
+from numaplace.record.store import Record
 
 from test_numa_vm import GUEST_SCRIPT, REPO, _skip_unless_numa_vm, run_in_guest, vm_study
 
@@ -78,7 +79,7 @@ def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
     for rid, rec in vm["records"].items():
         assert rec["status"] == "ok", (rid, rec["reason"])
         reader, memory = cell(rec)
-        rows = record_rows(rec)
+        rows = record_rows(Record(rec))
         assert rows, rid
         for row in rows:
             assert row["memory_node"] == memory
@@ -93,7 +94,7 @@ def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
                      + json.dumps({f"{b} r{r} m{m}": s for (b, r, m), s in sorted(cells.items())}) + "\n")
     values = {}                           # what the far reader measured (TCG guest: not timing)
     for rec in vm["records"].values():
-        rows = record_rows(rec)
+        rows = record_rows(Record(rec))
         far = max(r["thread"] for r in rows)
         values[(rec["bench"], *cell(rec))] = [r["value"] for r in rows if r["thread"] == far][0]
     for bench in ("memlat", "membw"):

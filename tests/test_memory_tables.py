@@ -3,6 +3,7 @@ share of the buffer's pages there (from the benchmark's own move_pages), drift b
 from pathlib import Path
 
 from numaplace.kinds import membench_output
+from numaplace.record.store import Record
 from numaplace.kinds.memory import COLUMNS, matrix_table, record_rows
 from numaplace.plan.placement import Memory, finish
 from numaplace.machine.topology import load_platform
@@ -12,9 +13,9 @@ FIXTURES = REPO / "tests" / "fixtures" / "membench"
 
 
 def record(placement, fixture="membw-serial-2threads.txt", status="ok"):
-    return {"bench": "membw", "kind": {"family": "memory"}, "rep": 1, "run_id": "r", "status": status,
+    return Record({"bench": "membw", "kind": {"family": "memory"}, "rep": 1, "run_id": "r", "status": status,
             "placement": placement.to_dict(), "topology": {"nodes": {"0": "0-1", "1": "2-3"}},
-            "output": membench_output.parse((FIXTURES / fixture).read_text())}
+            "output": membench_output.parse((FIXTURES / fixture).read_text())})
 
 
 def topo():

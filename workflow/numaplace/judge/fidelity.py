@@ -26,6 +26,7 @@ changing them re-judges every run from its captures and re-runs none.
 from __future__ import annotations
 
 from numaplace.kinds import KINDS
+from numaplace.record.store import Record
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
 
 # placement memory policy → numa_maps mode names that express it
@@ -55,9 +56,9 @@ def _pct(x):
 
 
 def _threads(rec, cpus):
-    caps = rec.get("captures") or {}
+    caps = rec.captures
     threads = caps.get("threads") or {}
-    p = rec["placement"]
+    p = rec.placement
     expected = int(p["threads"])
     if not threads:
         return {"verdict": "unknown", "reason": "no thread samples (thread capture off or the run "
@@ -144,9 +145,9 @@ def _thread_findings(seen, cpus, out):
 
 
 def _memory(rec, nodes_of_cpus, cfg):
-    caps = rec.get("captures") or {}
+    caps = rec.captures
     nm = caps.get("numa_maps") or {}
-    p = rec["placement"]
+    p = rec.placement
     judged, basis, unknown = _judged_footprint(rec, nm, caps, int(p["threads"]), cfg, footprint_basis(rec))
     if unknown:
         return {"verdict": "unknown", "reason": unknown}
@@ -192,7 +193,7 @@ def _full_nodes(rec, allowed, total):
     """Why pages left their nodes when the reason is that those nodes were full: the free
     memory of the allowed nodes at the run's start (record `system.free_mb_by_node`)
     below the run's data. None when the record has no such figure or there was room."""
-    free = (rec.get("system") or {}).get("free_mb_by_node") or {}
+    free = rec.system.get("free_mb_by_node") or {}
     have = [free.get(str(n)) for n in sorted(allowed)]
     if not have or None in have or sum(have) * 2**20 >= total:
         return None
@@ -205,8 +206,9 @@ def footprint_basis(rec):
 
     The kind says (kinds.Kind.footprint); records of captures without a steady sample
     (older ones) have only the peak."""
-    nm = (rec.get("captures") or {}).get("numa_maps") or {}
-    kind = KINDS.get(rec.get("bench"))
+    rec = Record.of(rec)
+    nm = rec.captures.get("numa_maps") or {}
+    kind = KINDS.get(rec.bench)
     want = kind.footprint if kind else "steady"
     return want if want in nm else "peak"
 
@@ -227,7 +229,7 @@ def _judged_footprint(rec, nm, caps, expected, cfg, basis):
     if total < max(cfg["memory_min_bytes"], 1):
         return None, None, (f"only {total} bytes of data pages at the {basis} "
                             f"footprint (< memory_min_bytes {cfg['memory_min_bytes']}): too little to judge")
-    kind = KINDS.get(rec.get("bench"))
+    kind = KINDS.get(rec.bench)
     needed = kind.working_set_bytes(rec.get("output")) if kind else None
     if needed and total < needed:
         return None, None, (f"the {basis} sample holds {_mib(total)} of data, less than the "
@@ -273,16 +275,17 @@ def _policy_share(policies, p, cfg, out):
 
 def judge(rec, thresholds=None):
     """The fidelity verdict of a run record under these thresholds (see the module doc)."""
-    status = rec.get("status")
+    rec = Record.of(rec)
+    status = rec.status
     if status in ("placement-failed", "not-idle", "build-failed"):
         return {"verdict": "unknown", "reason": f"the run did not execute ({status})"}
     if rec.get("captures") is None:
         return {"verdict": "unknown", "reason": rec.get("captures_note") or "no capture for this run"}
     cfg = thresholds_of(thresholds)
-    p = rec["placement"]
+    p = rec.placement
     cpus = parse_cpulist(p["cpus"])
-    topo = rec.get("topology") or {}
-    node_of = {c: int(n) for n, cl in (topo.get("nodes") or {}).items() if cl for c in parse_cpulist(cl)}
+    lookup = rec.node_of()
+    node_of = {c: lookup(c) for c in cpus if lookup(c) is not None}
     out = {}
     if all(c in node_of for c in cpus):
         nodes_of_cpus = sorted({node_of[c] for c in cpus})
@@ -324,12 +327,13 @@ def migration(rec, thresholds=None):
     `migration_moved_max` (the schema's default 5 %), with the numbers. None where it
     does not apply: balancing off or unknown, a membind/interleave/preferred placement."""
     from numaplace.machine.system import balancing_on
-    system = rec.get("system") or {}
-    p = rec.get("placement") or {}
+    rec = Record.of(rec)
+    system = rec.system
+    p = rec.placement
     if not balancing_on(system) or p.get("memory") != "local":
         return None
     limit = thresholds_of(thresholds)["migration_moved_max"]
-    caps = rec.get("captures") or {}
+    caps = rec.captures
     nm = caps.get("numa_maps") or {}
     points = caps.get("pages_over_time") or [v for v in (nm.get("peak"), nm.get("last")) if v]
     points = [(pt["t"], {int(n): b for n, b in pt["data_bytes"].items()}) for pt in points

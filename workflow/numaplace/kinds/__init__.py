@@ -92,8 +92,8 @@ class Kind:
     # -- its own tables and figures: made once per group of kinds that share the method
     # (membw and memlat fill the same memory tables), from the records of that group
     def make_tables(self, records, thresholds):
-        """{name: DataFrame} of its own tables from its group's records (each a dict, as
-        read by numaplace.record.store, with `_path`), judged under the study's fidelity
+        """{name: DataFrame} of its own tables from its group's records (each a
+        numaplace.record.store.Record: the typed view of a record), judged under the study's fidelity
         thresholds (the schema's `fidelity` section, defaults filled in)."""
         return {}
 

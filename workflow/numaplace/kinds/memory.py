@@ -24,9 +24,6 @@ Figures (report/<study>/figures/<name>/), ok rows only (pages on the intended no
   memory_contention  membw parallel per-thread MB/s (median) and their sum vs thread count"""
 from __future__ import annotations
 
-from pathlib import Path
-
-from numaplace.core.cpulist import parse_cpulist
 from numaplace.kinds import kind, register
 from numaplace.kinds import membench_output
 from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _choice,
@@ -97,20 +94,6 @@ MATRIX_COLUMNS = ["bench", "mode", "size_bytes", "via", "reader_node", "memory_n
                   "n", "unit"]
 
 
-def _node_of(rec):
-    nodes = ((rec.get("topology") or {}).get("nodes") or {})
-    table = {c: int(n) for n, cl in nodes.items() if cl for c in parse_cpulist(cl)}
-    return table.get
-
-
-def _output(rec):
-    """The parsed output: the record's, else parsed again from stdout beside it."""
-    if rec.get("output"):
-        return rec["output"]
-    path = Path(rec["_path"]).parent / "stdout" if rec.get("_path") else None
-    return kind(rec["bench"]).parse(path.read_text(errors="replace")) if path and path.exists() else None
-
-
 def intended_node(p, node_of, out):
     node = intended_memory_node(p, node_of)
     if node is None and p.get("memory") == "local" and out and out["results"]:
@@ -119,31 +102,32 @@ def intended_node(p, node_of, out):
 
 
 def record_rows(rec, share_min=PAGE_SHARE_MIN):
-    p = rec.get("placement") or {}
-    out = _output(rec)
+    """A run's values as rows of memory.csv; rec: a numaplace.record.store.Record."""
+    p = rec.placement
+    out = rec.output
     if not out:
         return []
-    node_of = _node_of(rec)
+    node_of = rec.node_of()
     want = intended_node(p, node_of, out)
     via = "membind" if p.get("memory") == "membind" else ("first-touch" if p.get("memory") == "local" else p.get("memory"))
     rows = []
     for r in out["results"]:
         share = membench_output.share_on(r, want) if want is not None else None
-        status = rec.get("status")
+        status = rec.status
         if status == "ok" and (share is None or share < share_min):
             status = "drift"
         rows.append({
-            "bench": rec["bench"], "mode": r.get("mode"), "size_bytes": r.get("size_bytes"),
+            "bench": rec.bench, "mode": r.get("mode"), "size_bytes": r.get("size_bytes"),
             "threads": r.get("threads"), "reader_cpu": r.get("reader_cpu"), "reader_node": r.get("reader_node"),
-            "memory_node": want, "rep": rec.get("rep"), "value": r.get("value"), "unit": r.get("unit"),
+            "memory_node": want, "rep": rec.rep, "value": r.get("value"), "unit": r.get("unit"),
             "pages_on_memory_node": None if share is None else round(share, 6), "status": status,
-            "run_id": rec.get("run_id"), "attempt": bool(rec.get("_attempt")),
+            "run_id": rec.run_id, "attempt": rec.is_attempt,
             "experiment_placement": p.get("shape"), "placement_id": p.get("id"), "via": via,
             "thread": r.get("thread"), "sample": r.get("rep"), "alloc_cpu": r.get("alloc_cpu"),
             "pages_memory_majority": r.get("memory_node"), "migrated": r.get("migrated"),
             "seconds": r.get("seconds"), "hugepages": out["system"].get("hugepages"),
             "huge_kb": r.get("huge_kb"), "op": r.get("op"), "cache_l1d": out["cache"].get("l1d"), "cache_l2": out["cache"].get("l2"),
-            "cache_l3": out["cache"].get("l3"), "record": rec.get("_path")})
+            "cache_l3": out["cache"].get("l3"), "record": rec.path})
     return rows
 
 

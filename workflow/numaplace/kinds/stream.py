@@ -43,13 +43,13 @@ class Stream(MicroBench):
         import pandas as pd
         rows = []
         for rec in records:
-            p = rec.get("placement") or {}
-            init = ((rec.get("output") or {}).get("run") or {}).get("init")    # its run: line
+            p = rec.placement
+            init = ((rec.output or {}).get("run") or {}).get("init")    # its run: line
             for r in record_rows(rec, thresholds["memory_cell_share_min"]):
                 label = p.get("shape") or p.get("id")
                 rows.append({**{c: r.get(c) for c in COLUMNS if c in r}, "placement_id": p.get("id"),
                              "placement": label + (", serial init" if init == "serial" else ""), "init": init,
-                             "attempt": bool(rec.get("_attempt"))})
+                             "attempt": rec.is_attempt})
         df = pd.DataFrame(rows, columns=COLUMNS)
         return {"stream": df.sort_values(["op", "size_bytes", "placement_id", "rep", "sample"],
                                          kind="stable").reset_index(drop=True)}

@@ -57,6 +57,48 @@ def kind_facts(bench):
     return {"family": k.family, "metric": k.metric, "unit": k.unit, "higher_is_better": k.higher_is_better}
 
 
+class Record(dict):
+    """A run record as readers take it: the stored JSON, migrated to VERSION (migrate, the
+    one place older records are converted), with where it was found, and its fields as
+    typed attributes. A dict still, so that code and tests holding a plain record dict
+    read it alike (Record.of wraps one)."""
+
+    @classmethod
+    def of(cls, rec):
+        return rec if isinstance(rec, Record) else cls(rec)
+
+    run_id = property(lambda self: self.get("run_id"))
+    bench = property(lambda self: self.get("bench"))
+    cls = property(lambda self: self.get("class"))
+    variant = property(lambda self: self.get("variant"))
+    rep = property(lambda self: self.get("rep"))
+    status = property(lambda self: self.get("status"))
+    placement = property(lambda self: self.get("placement") or {})
+    captures = property(lambda self: self.get("captures") or {})
+    topology = property(lambda self: self.get("topology") or {})
+    system = property(lambda self: self.get("system") or {})
+    path = property(lambda self: self.get("_path"))            # where iter_records found it
+    attempt = property(lambda self: self.get("_attempt_n"))    # attempts/<n>/ (attempt_of), else None
+    is_attempt = property(lambda self: bool(self.get("_attempt")))
+
+    @property
+    def output(self):
+        """The parsed output: the record's own, else parsed again by its kind from the
+        stdout beside it (a record whose output was not kept parsed); None when neither."""
+        if self.get("output"):
+            return self["output"]
+        stdout = Path(self.path).parent / "stdout" if self.path else None
+        if stdout is None or not stdout.exists() or not self.bench:
+            return None
+        return kind(self.bench).parse(stdout.read_text(errors="replace"))
+
+    def node_of(self):
+        """cpu → NUMA node of the machine the run was on (its record's topology)."""
+        from numaplace.core.cpulist import parse_cpulist
+        nodes = self.topology.get("nodes") or {}
+        return {c: int(n) for n, cl in nodes.items() if cl for c in parse_cpulist(cl)}.get
+
+
 def migrate(rec):
     """A record of an older version, read as the current one. Version 1 (numaplace 0.1,
     0.2): the parsed NPB report was `npb`, the benchmark kind implicit; 0.1 stored a
@@ -94,7 +136,7 @@ def read_record(path):
         raise RecordError(f"{path}: unreadable record: {e}") from None
     if not isinstance(rec, dict):
         raise RecordError(f"{path}: (top level): not a JSON object")
-    return validate(migrate(rec), str(path))
+    return Record(validate(migrate(rec), str(path)))
 
 
 def attempt_of(rel):
@@ -121,9 +163,9 @@ def iter_records(results_dir, attempts=False):
         except RecordError as e:
             # named in the tables and the report, never skipped: `numaplace retry-failed
             # --status unreadable` sets it aside (kept) so that the run is made again
-            rec = {"run_id": path.parent.name if path.parent.parent.name == "runs" else
-                   path.parents[2].name, "status": "unreadable",
-                   "reason": f"{e}; to run it again: numaplace retry-failed {results_dir} --status unreadable"}
+            rec = Record({"run_id": path.parent.name if path.parent.parent.name == "runs" else
+                          path.parents[2].name, "status": "unreadable",
+                          "reason": f"{e}; to run it again: numaplace retry-failed {results_dir} --status unreadable"})
         rec["_path"] = str(path)
         rec["_attempt_n"] = attempt_of(path.relative_to(runs))
         rec["_attempt"] = rec["_attempt_n"] is not None

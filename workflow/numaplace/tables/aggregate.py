@@ -43,7 +43,7 @@ from numaplace.run import numa_maps
 from numaplace.run.capture import NUMASTAT_COUNTERS
 from numaplace.judge.fidelity import footprint_basis, judge, thresholds_of
 from numaplace.plan.placement import label_of, memory_label_of
-from numaplace.record.store import iter_records
+from numaplace.record.store import Record, iter_records
 from numaplace.core.stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
 from numaplace.kinds import groups, table_captions
 from numaplace.machine.system import REPORTED
@@ -92,10 +92,11 @@ def _fidelity_reasons(fid):
 def record_row(rec, thresholds=None):
     """One row of runs.csv (+ per-node dicts under private keys) from a record, judged
     under these fidelity thresholds."""
-    p = rec.get("placement") or {}
+    rec = Record.of(rec)
+    p = rec.placement
     npb = rec.get("output") or {}
     fid = judge(rec, thresholds) if p else {}
-    caps = rec.get("captures") or {}
+    caps = rec.captures
     # the working-set footprint fidelity judges (steady for NPB: CG's generation
     # temporaries are freed by then; the peak for the memory benchmarks, or where no
     # steady state was seen)
@@ -104,7 +105,7 @@ def record_row(rec, thresholds=None):
     which = which if nm.get(which) else "peak"
     view = nm.get(which) or {}
     data_bytes = {int(n): int(b) for n, b in (view.get("data_bytes") or {}).items()}
-    rundir = Path(rec["_path"]).parent if rec.get("_path") else None
+    rundir = Path(rec.path).parent if rec.path else None
     same_as_peak = bool(nm.get("steady") and nm.get("peak") and nm["steady"].get("t") == nm["peak"].get("t"))
     problems = []
     try:
@@ -113,22 +114,22 @@ def record_row(rec, thresholds=None):
         pages = None
         problems.append(f"capture file missing: {e.args[0]}: the run's page columns are empty")
     foreign = rec.get("foreign_load") or {}
-    topo_nodes = sorted(int(n) for n in ((rec.get("topology") or {}).get("nodes") or {}))
+    topo_nodes = sorted(int(n) for n in (rec.topology.get("nodes") or {}))
     delta = (rec.get("numastat") or {}).get("system_delta") or {}
     return {
-        "run_id": rec.get("run_id"),
-        "attempt": rec.get("_attempt_n"),         # records.attempt_of, set by iter_records
-        "current": not rec.get("_attempt", False),
+        "run_id": rec.run_id,
+        "attempt": rec.attempt,                   # record.store.attempt_of, set by iter_records
+        "current": not rec.is_attempt,
         "study": rec.get("study"),
-        "bench": rec.get("bench"), "class": rec.get("class"), "variant": rec.get("variant"),
-        "rep": rec.get("rep"),
+        "bench": rec.bench, "class": rec.cls, "variant": rec.variant,
+        "rep": rec.rep,
         "threads": int(p["threads"]) if p.get("threads") is not None else None,
         "placement_id": p.get("id"),
         "placement": label_of(p) if p else None,
         "cpus": p.get("cpus"), "layout": p.get("layout"),
         "memory": memory_label_of(p) if p.get("memory") else None,
         "binding": p.get("binding"), "launcher": p.get("launcher"),
-        "status": rec.get("status"), "reason": rec.get("reason"),
+        "status": rec.status, "reason": rec.get("reason"),
         "npb_time_s": npb.get("time_s"), "mops": npb.get("mops"),
         "verification": npb.get("verification"), "npb_threads": npb.get("threads"),
         "wall_s": rec.get("wall_s"), "exit_status": rec.get("exit_status"),
@@ -138,7 +139,7 @@ def record_row(rec, thresholds=None):
         "memory_share_on_allowed": (fid.get("memory") or {}).get("share_on_allowed"),
         "fidelity_reasons": _fidelity_reasons(fid) if fid.get("verdict") == "drift" else "",
         "fidelity_migration": (fid.get("migration") or {}).get("verdict"),
-        **{f"sys_{k}": (rec.get("system") or {}).get(k) for k in REPORTED},   # system.py
+        **{f"sys_{k}": rec.system.get(k) for k in REPORTED},   # machine/system.py
         "foreign_load_share": foreign.get("share"),
         "shared_cpus": bool(foreign.get("share") is not None
                             and foreign["share"] > thresholds_of(thresholds)["foreign_load_max"]),
@@ -147,7 +148,7 @@ def record_row(rec, thresholds=None):
         "footprint": which if data_bytes else None,
         "data_bytes": sum(data_bytes.values()) if data_bytes else None,
         "data_pages": sum(pages.values()) if pages else None,
-        "record": rec.get("_path"),
+        "record": rec.path,
         "_nodes": topo_nodes,
         "_data_bytes": data_bytes,
         "_data_pages": pages,
