@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -198,6 +199,15 @@ def official_build(nasa_npb, tmp_path_factory):
         return built[key]
 
     return _build
+
+
+def job_stats(output):
+    """{rule: count} from the "Job stats" table snakemake prints (empty: nothing to do)."""
+    m = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", output, re.S)
+    if not m:
+        assert "Nothing to be done" in output, output[-3000:]
+        return {}
+    return {line.split()[0]: int(line.split()[1]) for line in m.group(1).splitlines() if line.strip()}
 
 
 @pytest.fixture(scope="session")

@@ -391,7 +391,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     key = load_study_file(wf / f"{name}.yaml", wf / "config").build_key()
     build_record = wf / "results/build" / key / "default/bin/cg.S.build.json"
     assert not build_record.exists()
-    with a_run_in_progress(wf, f"bl-run-{who}", seconds=30, who=who) as (p, rundir, binary):
+    with a_run_in_progress(wf, f"bl-run-{who}", seconds=60, who=who) as (p, rundir, binary):
         b = start(wf, f"{name}.yaml", "build", unprivileged=who)
         out_b, _ = b.communicate(timeout=900)
         out_a, _ = p.communicate(timeout=300)

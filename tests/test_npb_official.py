@@ -222,7 +222,7 @@ def test_failed_build_is_recorded_and_the_study_goes_on(nasa_npb, repo, tmp_path
                          text=True, check=True).stdout
     assert out.strip() == "set aside mg.C.default.c0.r1 (build-failed)"
     assert len(list((wf / "results" / "build").glob("*/default/bin/mg.C.build.failed-1.json"))) == 1
-    retry = run_snakemake(wf, "--cores", "1", "--configfile", "s.yaml", "-n")
+    retry = run_snakemake(wf, "--cores", "1", "--configfile", "s.yaml", "-n", "--quiet", "host")   # with the job blocks
     assert "rule npb_build" in retry.out and "wildcards: variant=default, bench=mg, cls=C" in retry.out
 
 

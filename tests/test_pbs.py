@@ -254,7 +254,7 @@ def test_rules_ask_for_whole_nodes(repo, tmp_path):
     build for one CPU. (Dry run; --cores only so that the dry run shows the threads.)"""
     wf = common.copy_workflow(repo, tmp_path / "wf")
     target = "results/thesis-magny-cours/runs/cg.C.default.c0-7_loc_t_ap.r1/record.json"
-    r, _ = common.snakemake(wf, "--profile", "profiles/pbs", "--configfile",
+    r, _ = common.snakemake(wf, "--quiet", "host", "--profile", "profiles/pbs", "--configfile",
                             "config/studies/thesis-magny-cours.yaml", "-n", "--cores", "1000", target)
     text = r.stdout
     jobs = {m.group(1): m.group(2) for m in re.finditer(r"^rule (\w+):\n((?:    .*\n)+)", text, re.M)}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import copy_workflow, need_rig, run_snakemake
+from conftest import copy_workflow, job_stats, need_rig, run_snakemake
 from numaplace.kinds import table_captions
 from numaplace.tables import aggregate
 from numaplace.figures import plots
@@ -26,15 +26,6 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def snakemake(wf, *args, cores=2, check=True):
     return run_snakemake(wf, "--cores", str(cores), *args, check=check)
-
-
-def job_stats(output):
-    """{rule: count} from the "Job stats" table snakemake prints (empty: nothing to do)."""
-    m = re.search(r"Job stats:\n.*?\n-+\s+-+\n(.*?)\ntotal", output, re.S)
-    if not m:
-        assert "Nothing to be done" in output, output[-3000:]
-        return {}
-    return {line.split()[0]: int(line.split()[1]) for line in m.group(1).splitlines() if line.strip()}
 
 
 def check_figures(figures_dir, manifest):

@@ -8,11 +8,17 @@ this machine, side by side in one run:
 likwid-bench's `triad` is a four-stream kernel; STREAM's triad (two loads, one store) is
 likwid-bench's `stream`, which is the reference the triad is judged against. Both tools
 count bytes as STREAM does: what the kernel names per element (8 per load, 8 per store),
-not the write-allocate read of each stored line. The number compared is likwid-bench's
-`MByte/s:` line (its `Data volume (Byte)` over `Time`, MB = 10^6 B, the "Bytes per
-element" of `likwid-bench -l <test>` times elements times iterations) against the median
-of our per-repetition values (each region >= --min-time); our best repetition (STREAM's
-reported number) is shown beside it.
+not the write-allocate read of each stored line. The numbers compared are likwid-bench's
+`MByte/s:` line (its `Data volume (Byte)` over `Time`, MB = 10^6 B: the "Bytes per
+element" of `likwid-bench -l <test>` times elements times iterations) and our `value`
+(bytes counted / one region's time), one sample each per likwid-bench run of -s S
+seconds and per repetition of ours (a region of >= S seconds, --min-time S).
+
+Which statistic: the best sample of each side (STREAM's own figure is its best
+repetition). On a shared machine other load only ever slows a sample down, so the best
+of many short samples is what the memory gives when nobody interferes, on both sides
+alike; the medians are printed beside them, with each side's spread, so a noisy run
+shows itself.
 
 Same work on both sides: the same N elements per array (likwid's -W size is the bytes of
 all its streams: 16N for copy, 24N for stream, 32N for triad; ours is --sizes 24N, the
@@ -20,12 +26,14 @@ three arrays), the same threads on the same CPUs (ours --cpus 0[,1] under taskse
 S0's first hwthreads; checked from both outputs), the same first touch (ours: each thread
 its slice, likwid -W: each thread its chunks), scalar kernels on both sides (likwid's
 copy/stream/triad are "only scalar operations"; ours compiled at make.def's -O2).
-Runs alternate (ours, likwid, ours, likwid, ...) so that a change in the machine's load
-hits both. Target: ratio ours/likwid within 0.85-1.15 for every (op, size, threads).
+Rounds alternate (ours: one run of --reps R; likwid-bench: R runs of each test), so that a
+change in the machine's load hits both. Target: best ours / best likwid within 0.85-1.15
+for every (op, size, threads).
 
 The measured part holds /tmp/numaplace-quiet.lock (the lock `flock /tmp/numaplace-quiet.lock`
 takes, flock(2)); run under that flock yourself or not, either works:
     .venv/bin/python tests/benchmarks/validate_stream.py [--sizes DRAM 1G] [--threads 2 1] [--pairs 3]
+        [--reps 5] [--seconds 0.2]
 Exit status 0 when every judged row passed, 1 otherwise."""
 from __future__ import annotations
 
@@ -58,9 +66,7 @@ def build():
     # the source as it is now (copy2 keeps mtimes, so make rebuilds what changed)
     shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"),
                     dirs_exist_ok=True)
-    # what `make STREAM CLASS=X` runs in microbench/src
-    subprocess.run(["make", "-s", "-f", "../sys/bench.mk", "BENCH=stream", "CLASS=X"], cwd=tree / "stream",
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["make", "-s", "STREAM", "CLASS=X"], cwd=tree, check=True, stdout=subprocess.DEVNULL)
     return tree / "bin" / "stream.X.x"
 
 
@@ -124,15 +130,20 @@ def likwid(test, n, bytes_per_element, threads, seconds):
     return mbs
 
 
+def spread(values):
+    return (max(values) - min(values)) / statistics.median(values)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", nargs="+", default=["DRAM", "1G"],
                     help="total bytes of our three arrays: DRAM (4x all last-level caches) or e.g. 1G, 512M")
     ap.add_argument("--threads", nargs="+", type=int, default=[2, 1])
-    ap.add_argument("--pairs", type=int, default=3, help="alternating ours/likwid runs per case (default 3)")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--min-time", type=float, default=0.2, help="ours: seconds per region (default 0.2)")
-    ap.add_argument("--likwid-seconds", type=float, default=1.0, help="likwid-bench -s (default 1)")
+    ap.add_argument("--pairs", type=int, default=3, help="alternating ours/likwid rounds per case (default 3)")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="samples per side and round: our --reps, as many likwid-bench runs (default 5)")
+    ap.add_argument("--seconds", type=float, default=0.2,
+                    help="one sample's least length: our --min-time, likwid-bench -s (default 0.2)")
     a = ap.parse_args()
     if not shutil.which("likwid-bench"):
         sys.exit("likwid-bench not found (Debian: apt-get install likwid)")
@@ -142,6 +153,7 @@ def main():
     ops = ["copy", "triad"]
     rows, runs, ok = [], [], True
     with quiet_lock():
+        load = [os.getloadavg()[0]]
         cache = ours(binary, ALIGN, 1, ["copy"], 1, 0.001)["cache"]
         units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
         for size in a.sizes:
@@ -150,44 +162,48 @@ def main():
             n = total // 24 // ALIGN * ALIGN
             for threads in a.threads:
                 mine = {op: [] for op in ops}
-                best = {op: [] for op in ops}
                 ref = {(op, t): [] for op in ops for t, _, _ in REFERENCES[op]}
-                for _ in range(a.pairs):
-                    out = ours(binary, n, threads, ops, a.reps, a.min_time)
+                for _ in range(a.pairs):          # one round: ours, then likwid-bench, same samples
+                    out = ours(binary, n, threads, ops, a.reps, a.seconds)
                     for op in ops:
-                        vals = [r["value"] for r in out["results"] if r["op"] == op]
-                        mine[op].append(statistics.median(vals))
-                        best[op].append(max(vals))
-                    for op in ops:
-                        for test, bpe, _ in REFERENCES[op]:
-                            ref[(op, test)].append(likwid(test, n, bpe, threads, a.likwid_seconds))
+                        mine[op] += [r["value"] for r in out["results"] if r["op"] == op]
+                    for _ in range(a.reps):
+                        for op in ops:
+                            for test, bpe, _ in REFERENCES[op]:
+                                ref[(op, test)].append(likwid(test, n, bpe, threads, a.seconds))
+                    load.append(os.getloadavg()[0])
                 for op in ops:
-                    m = statistics.median(mine[op])
+                    m, mb = statistics.median(mine[op]), max(mine[op])
                     for test, bpe, judged in REFERENCES[op]:
-                        lk = statistics.median(ref[(op, test)])
-                        ratio = m / lk
+                        lk, lb = statistics.median(ref[(op, test)]), max(ref[(op, test)])
+                        ratio = mb / lb
                         passed = 0.85 <= ratio <= 1.15 if judged else None
                         ok &= passed is not False
-                        rows.append((op, f"{24 * n:,} B (N={n:,})", str(threads), f"{m:,.0f}",
-                                     f"{max(best[op]):,.0f}", f"{lk:,.0f}", f"{ratio:.3f}",
+                        rows.append((op, f"{24 * n:,} B (N={n:,})", str(threads), f"{mb:,.0f}", f"{lb:,.0f}",
+                                     f"{ratio:.3f}", f"{m:,.0f} / {lk:,.0f} = {m / lk:.3f}",
+                                     f"{spread(mine[op]):.0%} / {spread(ref[(op, test)]):.0%}",
                                      f"likwid-bench -t {test} -W S0:{bpe * n}B:{threads} ({bpe} B/elem)",
                                      {True: "PASS", False: "FAIL", None: "info"}[passed]))
-                    runs.append((op, 24 * n, threads, mine[op],
-                                 {t: ref[(op, t)] for t, _, _ in REFERENCES[op]}))
+                    runs.append((op, 24 * n, threads, mine[op], {t: ref[(op, t)] for t, _, _ in REFERENCES[op]}))
 
-    head = ("op", "size (ours: 3 arrays)", "threads", "stream MB/s", "stream best", "likwid MB/s", "ratio",
-            "reference", "result")
+    head = ("op", "size (ours: 3 arrays)", "threads", "stream MB/s", "likwid MB/s", "ratio",
+            "medians: stream / likwid", "spread s / l", "reference", "result")
     width = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     print("\n" + "  ".join(f"{h:<{w}}" for h, w in zip(head, width)))
     for r in rows:
         print("  ".join(f"{v:<{w}}" for v, w in zip(r, width)))
-    print(f"\nstream MB/s: median over {a.pairs} runs of each run's median repetition ({a.reps} reps, "
-          f">= {a.min_time} s each); stream best: the best repetition of all runs (STREAM's figure); "
-          f"likwid MB/s: median of {a.pairs} runs (-s {a.likwid_seconds}); target ratio 0.85-1.15 (info: not judged)")
-    print("runs (MB/s):")
+    samples = a.pairs * a.reps
+    print(f"\nMB/s = 10^6 B/s, bytes counted as STREAM does. stream MB/s, likwid MB/s: the best of {samples} "
+          f"samples each ({a.pairs} alternating rounds of {a.reps}; ours: one region of >= {a.seconds} s per "
+          f"--reps, likwid-bench: its MByte/s line of one run with -s {a.seconds}); ratio = stream / likwid of "
+          f"those (judged, target 0.85-1.15; info rows are not judged); medians of the same samples beside them; "
+          f"spread = (max - min) / median of each side's samples. Load average (1 min) over the measurement: "
+          f"{min(load):.2f}-{max(load):.2f} on {os.cpu_count()} CPUs.")
+    print("samples (MB/s):")
     for op, size, threads, m, refs in runs:
-        print(f"  {op:<5} {size:>13,} B {threads} thr  stream {[round(v) for v in m]}  "
-              + "  ".join(f"likwid {t} {[round(v) for v in vals]}" for t, vals in refs.items()))
+        print(f"  {op:<5} {size:>13,} B {threads} thr  stream {[round(v) for v in m]}")
+        for t, vals in refs.items():
+            print(f"  {'':<5} {'':>13} {'':>2}      likwid {t} {[round(v) for v in vals]}")
     return 0 if ok else 1
 
 
