@@ -402,7 +402,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     assert build["status"] == "ok", build["reason"]
     assert build["started"] >= run["ended"], (f"the build ({build['started']}..{build['ended']}) overlapped "
                                               f"the measured run ({run['started']}..{run['ended']})")
-    assert build["lock_wait_s"] > 1, build
+    assert build["lock_wait_s"] > 1, (build, run["started"], run["ended"], out_b[-3000:])
 
 
 FAKE2 = {"name": "fake2", "description": "node 63 does not exist on the test machine",
