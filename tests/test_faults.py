@@ -43,10 +43,14 @@ def wf(repo, tmp_path_factory):
     return wf
 
 
-def slow_binary(wf, seconds):
-    """Make the shared cg.S binary a wrapper that sleeps first (restored by the caller),
-    so a fault surely lands while the run executes."""
-    binary = next((wf / "results/build").glob("*/default/bin/cg.S.x"))
+def slow_binary(wf, seconds, name):
+    """Make study `name`'s cg.S binary (its own build key: another test's study may have
+    built another) a wrapper that sleeps first (restored by the caller), so a fault surely
+    lands while the run executes."""
+    from numaplace.plan.study import load_study_file
+    key = load_study_file(wf / f"{name}.yaml", wf / "config").build_key()
+    binary = wf / "results/build" / key / "default/bin/cg.S.x"
+    assert binary.exists(), f"{binary}: study {name} has no cg.S binary yet"
     real = binary.with_suffix(".real")
     if not real.exists():
         binary.rename(real)
@@ -126,7 +130,7 @@ def a_run_in_progress(wf, name, seconds=60, who="root"):
     """Snakemake started on study `name`, its one run's benchmark surely executing (it
     sleeps `seconds` first); yields (Snakemake's Popen, the run's folder, the binary)."""
     (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name)))
-    binary, real = slow_binary(wf, seconds)
+    binary, real = slow_binary(wf, seconds, name)
     try:
         p = start(wf, f"{name}.yaml", unprivileged=who)
         rundir = wf / f"results/{name}/runs/cg.S.default.c0_loc_p_ts.r1"
@@ -166,7 +170,7 @@ def test_sigint_to_snakemake_alone_keeps_the_complete_record(wf, who):
     the complete record survives whatever Snakemake then decides (--rerun-incomplete)."""
     name = f"si-{who}"
     (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name)))
-    binary, real = slow_binary(wf, 3)
+    binary, real = slow_binary(wf, 3, name)
     try:
         p = start(wf, f"{name}.yaml", unprivileged=who)
         rundir = wf / f"results/{name}/runs/cg.S.default.c0_loc_p_ts.r1"
@@ -194,7 +198,7 @@ def test_two_studies_at_once_never_overlap(wf, who):
     names = (f"par-a-{who}", f"par-b-{who}")
     for name in names:
         (wf / f"{name}.yaml").write_text(yaml.safe_dump(study(name, runs=3)))
-    binary, real = slow_binary(wf, 2)          # runs long enough to surely meet
+    binary, real = slow_binary(wf, 2, names[0])          # runs long enough to surely meet
     try:
         procs = [start(wf, f"{name}.yaml", unprivileged=who) for name in names]
         for p in procs:
@@ -402,6 +406,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     assert build["status"] == "ok", build["reason"]
     assert build["started"] >= run["ended"], (f"the build ({build['started']}..{build['ended']}) overlapped "
                                               f"the measured run ({run['started']}..{run['ended']})")
+    assert run["wall_s"] >= 59, run                 # the wrapped binary really ran (its 60 s sleep)
     assert build["lock_wait_s"] > 1, (build, run["started"], run["ended"], out_b[-3000:])
 
 
