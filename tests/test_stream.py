@@ -54,8 +54,10 @@ def test_four_kernels_verified_with_bytes_counted_as_stream(stream):
         assert r["bytes"] == r["passes"] * ARRAYS[r["op"]] * 8 * n
         assert r["value"] > 0 and r["seconds"] >= 0.01
         assert r["value"] == pytest.approx(r["bytes"] / r["seconds"] / 1e6, rel=1e-3)   # MB = 10^6 B
-        # pages of all three arrays (each page-aligned), every one found on some node
-        assert r["pages"] == 3 * math.ceil(8 * n / page) == sum(r["pages_by_node"].values())
+        # pages of all three arrays (b and c start ARRAY_SHIFT past a page: one more page
+        # each at most), every one found on some node
+        assert 3 * math.ceil(8 * n / page) <= r["pages"] <= 3 * math.ceil(8 * n / page) + 2
+        assert r["pages"] == sum(r["pages_by_node"].values())
         assert r["memory_node"] in r["pages_by_node"] and r["reader_cpu"] >= 0
         assert len(r["thread_cpus"].split(",")) == 2
 

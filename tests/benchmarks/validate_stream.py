@@ -11,14 +11,17 @@ count bytes as STREAM does: what the kernel names per element (8 per load, 8 per
 not the write-allocate read of each stored line. The numbers compared are likwid-bench's
 `MByte/s:` line (its `Data volume (Byte)` over `Time`, MB = 10^6 B: the "Bytes per
 element" of `likwid-bench -l <test>` times elements times iterations) and our `value`
-(bytes counted / one region's time), one sample each per likwid-bench run of -s S
-seconds and per repetition of ours (a region of >= S seconds, --min-time S).
+(bytes counted / one region's time), one sample each per likwid-bench run lasting >= S
+seconds (-s S, then -i: its -s often undershoots) and per repetition of ours (a region
+of >= S seconds, --min-time S).
 
-Which statistic: the best sample of each side (STREAM's own figure is its best
-repetition). On a shared machine other load only ever slows a sample down, so the best
-of many short samples is what the memory gives when nobody interferes, on both sides
-alike; the medians are printed beside them, with each side's spread, so a noisy run
-shows itself.
+Which statistic: the median of each side's samples, taken in alternating rounds (ours,
+then likwid-bench, then ours, ...), so that both sides see the same load over time. On a
+shared machine other load comes and goes; a sample it hits is slower, on either side,
+and the median of interleaved samples cancels it best. The best sample of each side
+(STREAM's own figure is its best repetition) is printed beside the medians: it is one
+sample, which a quiet moment on one side alone can lift; the spread of each side's
+samples says how noisy the run was.
 
 Same work on both sides: the same N elements per array (likwid's -W size is the bytes of
 all its streams: 16N for copy, 24N for stream, 32N for triad; ours is --sizes 24N, the
@@ -26,20 +29,19 @@ three arrays), the same threads on the same CPUs (ours --cpus 0[,1] under taskse
 S0's first hwthreads; checked from both outputs), the same first touch (ours: each thread
 its slice, likwid -W: each thread its chunks), scalar kernels on both sides (likwid's
 copy/stream/triad are "only scalar operations"; ours compiled at make.def's -O2).
-Rounds alternate (ours: one run of --reps R; likwid-bench: R runs of each test), so that a
-change in the machine's load hits both. Target: best ours / best likwid within 0.85-1.15
-for every (op, size, threads).
+Target: median ours / median likwid within 0.85-1.15 for every (op, size, threads).
 
 The measured part holds /tmp/numaplace-quiet.lock (the lock `flock /tmp/numaplace-quiet.lock`
 takes, flock(2)); run under that flock yourself or not, either works:
-    .venv/bin/python tests/benchmarks/validate_stream.py [--sizes DRAM 1G] [--threads 2 1] [--pairs 3]
-        [--reps 5] [--seconds 0.2]
+    .venv/bin/python tests/benchmarks/validate_stream.py [--sizes DRAM 1G] [--threads 2 1]
+        [--samples 15] [--seconds 0.2]
 Exit status 0 when every judged row passed, 1 otherwise."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import fcntl
+import math
 import os
 import re
 import shutil
@@ -119,15 +121,30 @@ def ours(binary, n, threads, ops, reps, min_time):
     return out
 
 
+_ITERATIONS = {}     # (test, n, threads) -> likwid-bench -i that last lasted long enough
+
+
 def likwid(test, n, bytes_per_element, threads, seconds):
-    r = subprocess.run(["likwid-bench", "-t", test, "-s", str(seconds), "-W",
-                        f"S0:{bytes_per_element * n}B:{threads}"], capture_output=True, text=True, check=True)
-    cpus = [int(c) for c in re.findall(r"Global Thread \d+ running on hwthread (\d+)", r.stdout)]
-    lengths = [int(v) for v in re.findall(r"Global Thread \d+ running on hwthread \d+ - Vector length (\d+)",
-                                          r.stdout)]
-    mbs = float(re.search(r"^MByte/s:\s+([0-9.]+)", r.stdout, re.M).group(1))
-    assert cpus == list(range(threads)) and sum(lengths) == n, r.stdout[:2000]
-    return mbs
+    """(MByte/s, Time) of one likwid-bench run lasting >= seconds, as our regions do: -s
+    often undershoots (it estimates from a short trial), so a run found shorter is not
+    kept, and runs again with proportionally more iterations per thread (-i)."""
+    key = (test, n, threads)
+    while True:
+        how = ["-i", str(_ITERATIONS[key])] if key in _ITERATIONS else ["-s", str(seconds)]
+        r = subprocess.run(["likwid-bench", "-t", test, *how, "-W", f"S0:{bytes_per_element * n}B:{threads}"],
+                           capture_output=True, text=True, check=True)
+        # "Global Thread t running on hwthread c - Vector length v", in any order
+        placed = sorted((int(t), int(c), int(v)) for t, c, v in re.findall(
+            r"Global Thread (\d+) running on hwthread (\d+) - Vector length (\d+)", r.stdout))
+        assert [c for _, c, _ in placed] == list(range(threads)) and sum(v for _, _, v in placed) == n, \
+            r.stdout[:2000]
+        mbs = float(re.search(r"^MByte/s:\s+([0-9.]+)", r.stdout, re.M).group(1))
+        secs = float(re.search(r"^Time:\s+([0-9.eE+-]+)", r.stdout, re.M).group(1))
+        iters = int(re.search(r"^Iterations per thread:\s+(\d+)", r.stdout, re.M).group(1))
+        if secs >= seconds:
+            _ITERATIONS[key] = iters
+            return mbs, secs
+        _ITERATIONS[key] = max(iters + 1, math.ceil(iters * 1.2 * seconds / max(secs, 1e-6)))
 
 
 def spread(values):
@@ -139,11 +156,10 @@ def main():
     ap.add_argument("--sizes", nargs="+", default=["DRAM", "1G"],
                     help="total bytes of our three arrays: DRAM (4x all last-level caches) or e.g. 1G, 512M")
     ap.add_argument("--threads", nargs="+", type=int, default=[2, 1])
-    ap.add_argument("--pairs", type=int, default=3, help="alternating ours/likwid rounds per case (default 3)")
-    ap.add_argument("--reps", type=int, default=5,
-                    help="samples per side and round: our --reps, as many likwid-bench runs (default 5)")
+    ap.add_argument("--samples", type=int, default=15,
+                    help="alternating rounds per case, one sample of each side per round (default 15)")
     ap.add_argument("--seconds", type=float, default=0.2,
-                    help="one sample's least length: our --min-time, likwid-bench -s (default 0.2)")
+                    help="one sample's least length: our --min-time, likwid-bench's run (default 0.2)")
     a = ap.parse_args()
     if not shutil.which("likwid-bench"):
         sys.exit("likwid-bench not found (Debian: apt-get install likwid)")
@@ -151,7 +167,7 @@ def main():
         sys.exit(f"--threads {max(a.threads)}: this machine has {os.cpu_count()} CPUs")
     binary = build()
     ops = ["copy", "triad"]
-    rows, runs, ok = [], [], True
+    rows, runs, lengths, ok = [], [], [], True
     with quiet_lock():
         load = [os.getloadavg()[0]]
         cache = ours(binary, ALIGN, 1, ["copy"], 1, 0.001)["cache"]
@@ -163,43 +179,49 @@ def main():
             for threads in a.threads:
                 mine = {op: [] for op in ops}
                 ref = {(op, t): [] for op in ops for t, _, _ in REFERENCES[op]}
-                for _ in range(a.pairs):          # one round: ours, then likwid-bench, same samples
-                    out = ours(binary, n, threads, ops, a.reps, a.seconds)
+                length = {"stream": [], "likwid": []}         # seconds per sample
+                for _ in range(a.samples):        # one round: ours (one repetition), then likwid-bench
+                    out = ours(binary, n, threads, ops, 1, a.seconds)
                     for op in ops:
                         mine[op] += [r["value"] for r in out["results"] if r["op"] == op]
-                    for _ in range(a.reps):
-                        for op in ops:
-                            for test, bpe, _ in REFERENCES[op]:
-                                ref[(op, test)].append(likwid(test, n, bpe, threads, a.seconds))
+                    length["stream"] += [r["seconds"] for r in out["results"]]
+                    for op in ops:
+                        for test, bpe, _ in REFERENCES[op]:
+                            mbs, secs = likwid(test, n, bpe, threads, a.seconds)
+                            ref[(op, test)].append(mbs)
+                            length["likwid"].append(secs)
                     load.append(os.getloadavg()[0])
                 for op in ops:
                     m, mb = statistics.median(mine[op]), max(mine[op])
                     for test, bpe, judged in REFERENCES[op]:
                         lk, lb = statistics.median(ref[(op, test)]), max(ref[(op, test)])
-                        ratio = mb / lb
+                        ratio = m / lk
                         passed = 0.85 <= ratio <= 1.15 if judged else None
                         ok &= passed is not False
-                        rows.append((op, f"{24 * n:,} B (N={n:,})", str(threads), f"{mb:,.0f}", f"{lb:,.0f}",
-                                     f"{ratio:.3f}", f"{m:,.0f} / {lk:,.0f} = {m / lk:.3f}",
+                        rows.append((op, f"{24 * n:,} B (N={n:,})", str(threads), f"{m:,.0f}", f"{lk:,.0f}",
+                                     f"{ratio:.3f}", f"{mb:,.0f} / {lb:,.0f} = {mb / lb:.3f}",
                                      f"{spread(mine[op]):.0%} / {spread(ref[(op, test)]):.0%}",
                                      f"likwid-bench -t {test} -W S0:{bpe * n}B:{threads} ({bpe} B/elem)",
                                      {True: "PASS", False: "FAIL", None: "info"}[passed]))
                     runs.append((op, 24 * n, threads, mine[op], {t: ref[(op, t)] for t, _, _ in REFERENCES[op]}))
+                lengths.append((24 * n, threads, statistics.median(length["stream"]),
+                                statistics.median(length["likwid"])))
 
     head = ("op", "size (ours: 3 arrays)", "threads", "stream MB/s", "likwid MB/s", "ratio",
-            "medians: stream / likwid", "spread s / l", "reference", "result")
+            "best: stream / likwid", "spread s / l", "reference", "result")
     width = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     print("\n" + "  ".join(f"{h:<{w}}" for h, w in zip(head, width)))
     for r in rows:
         print("  ".join(f"{v:<{w}}" for v, w in zip(r, width)))
-    samples = a.pairs * a.reps
-    print(f"\nMB/s = 10^6 B/s, bytes counted as STREAM does. stream MB/s, likwid MB/s: the best of {samples} "
-          f"samples each ({a.pairs} alternating rounds of {a.reps}; ours: one region of >= {a.seconds} s per "
-          f"--reps, likwid-bench: its MByte/s line of one run with -s {a.seconds}); ratio = stream / likwid of "
-          f"those (judged, target 0.85-1.15; info rows are not judged); medians of the same samples beside them; "
-          f"spread = (max - min) / median of each side's samples. Load average (1 min) over the measurement: "
-          f"{min(load):.2f}-{max(load):.2f} on {os.cpu_count()} CPUs.")
-    print("samples (MB/s):")
+    print(f"\nMB/s = 10^6 B/s, bytes counted as STREAM does. stream MB/s, likwid MB/s: the median of {a.samples} "
+          f"samples each, taken in alternating rounds (ours: one region of >= {a.seconds} s, one invocation with "
+          f"--reps 1; likwid-bench: the MByte/s line of one run of >= {a.seconds} s); ratio = stream / likwid of "
+          f"the medians (judged, target 0.85-1.15; info rows are not judged); best: the best sample of each "
+          f"side (STREAM's own figure); spread = (max - min) / median of each side's samples. Load average "
+          f"(1 min) over the measurement: {min(load):.2f}-{max(load):.2f} on {os.cpu_count()} CPUs.")
+    print("median sample length (s), stream / likwid-bench: " + ", ".join(
+        f"{size:,} B {threads} thr {ls:.2f} / {ll:.2f}" for size, threads, ls, ll in lengths))
+    print("samples (MB/s), in the order taken:")
     for op, size, threads, m, refs in runs:
         print(f"  {op:<5} {size:>13,} B {threads} thr  stream {[round(v) for v in m]}")
         for t, vals in refs.items():
