@@ -159,22 +159,23 @@ def groups(method):
     return list(out.values())
 
 
+def _outputs(common, attr):
+    """The common outputs, then each kind's own (Kind.tables or Kind.figures), first name wins."""
+    out = dict(common)
+    for k in KINDS.values():
+        for name, text in getattr(k, attr).items():
+            out.setdefault(name, text)
+    return out
+
+
 def table_captions():
     """name → caption of every table the tables stage writes: the common ones, then the kinds'."""
-    out = dict(COMMON_TABLES)
-    for k in KINDS.values():
-        for name, caption in k.tables.items():
-            out.setdefault(name, caption)
-    return out
+    return _outputs(COMMON_TABLES, "tables")
 
 
 def figure_titles():
     """name → title of every kind of figure: the common ones, then the kinds' own."""
-    out = dict(COMMON_FIGURES)
-    for k in KINDS.values():
-        for name, title in k.figures.items():
-            out.setdefault(name, title)
-    return out
+    return _outputs(COMMON_FIGURES, "figures")
 
 
 def wildcard_constraints():
