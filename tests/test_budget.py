@@ -83,14 +83,23 @@ def test_budget_that_cannot_be_met_is_one_line_before_any_job():
     assert "\n" not in str(e.value)
 
 
-def test_serial_init_working_set_that_a_node_cannot_hold_is_named(tmp_path):
+def small_platform(tmp_path):
     (tmp_path / "platforms").mkdir()
     (tmp_path / "platforms" / "small.yaml").write_text(
         "name: small\nnodes:\n  - {id: 0, cpus: '0-3', memory_mb: 2048}\n  - {id: 1, cpus: '4-7', memory_mb: 2048}\n"
         "distances: [[10, 20], [20, 10]]\n")
-    s = {"study": "m", "platform": "small", "benchmarks": ["mg"], "classes": ["C"], "variants": ["default", "serial-init"],
-         "experiments": [{"name": "all", "placements": [{"compact": ["all"]}]}]}
-    lines = Study(s, "m.yaml", tmp_path).plan_summary()
+    return tmp_path
+
+
+SERIAL_INIT_C = {"study": "m", "platform": "small", "benchmarks": ["mg"], "classes": ["C"],
+                 "variants": ["default", "serial-init"], "experiments": [{"name": "all", "placements": [{"compact": ["all"]}]}]}
+
+
+def test_serial_init_working_set_that_a_node_cannot_hold_is_named(tmp_path):
+    """Without a budget the study's class is what it asked for: the plan warns."""
+    st = Study(SERIAL_INIT_C, "m.yaml", small_platform(tmp_path))
+    lines = st.plan_summary()
+    assert {r.cls for r in st.runs} == {"C"}
     assert "  mg.C serial-init: 3480 MiB of pages meant for node 0, which has 2048 MiB in all: they will spill" in lines
     # the default build spreads the same pages over both nodes: 1740 MiB each fits
     assert not [line for line in lines if "mg.C default" in line]
@@ -100,7 +109,60 @@ def test_machine_speed_is_measured_once_per_study_and_kept(tmp_path, monkeypatch
     """Every process that plans a study (numaplace plan, Snakemake, cluster jobs) must plan it
     alike: the speed measured first is kept in results/<study>/speed.json and read back."""
     monkeypatch.setattr(budget, "read_bandwidth", lambda: 16.0)
+    monkeypatch.setattr(budget, "start_seconds", lambda: 4 * budget.REF_START_S)
     first = budget.machine_speed(tmp_path / "s")
-    assert first == 16.0 / budget.REF_READ_GBS and (tmp_path / "s" / budget.SPEED_FILE).exists()
+    assert first == (16.0 / budget.REF_READ_GBS, 0.25) and (tmp_path / "s" / budget.SPEED_FILE).exists()
     monkeypatch.setattr(budget, "read_bandwidth", lambda: 1 / 0)          # never measured again
+    monkeypatch.setattr(budget, "start_seconds", lambda: 1 / 0)
     assert budget.machine_speed(tmp_path / "s") == first
+
+
+def test_a_slow_machine_pays_each_runs_fixed_cost_and_each_build_at_its_own_speed():
+    """In the NUMA VM (QEMU without KVM) a Python starts in seconds, not 0.1 s: the estimate
+    scaled only the kernels by bandwidth and was 4x below the real time there."""
+    st = study(["B"])
+    fast, slow = (budget.Estimate(st.runs, st.binaries(), budget.Speed(1.0, cpu)) for cpu in (1.0, 0.1))
+    assert slow.builds == pytest.approx(10 * fast.builds)
+    assert slow.total - fast.total == pytest.approx(9 * (len(st.runs) * budget.RUN_OVERHEAD_S + fast.builds))
+
+
+def test_only_builds_not_done_yet_are_counted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    st = study(["S"])
+    assert len(st.builds_to_do()) == 2
+    done = Path(st.build_record("cg", "S", "default"))
+    done.parent.mkdir(parents=True)
+    done.write_text("{}")
+    assert st.builds_to_do() == [("mg", "S", "default")]
+    assert st.estimate().builds == pytest.approx(budget.BUILD_S)
+    assert any(line.startswith("  builds: 2, 1 to do, ~") for line in st.plan_summary())
+
+
+def test_budget_steps_down_a_class_whose_pages_a_node_cannot_hold(tmp_path):
+    """With a budget numaplace chooses the classes: however long the budget, a class whose
+    serial-init pages (all on the master's node) exceed that node's memory steps down, and
+    the plan says which run would have spilled where."""
+    st = Study({**SERIAL_INIT_C, "budget": "100 h"}, "m.yaml", small_platform(tmp_path))
+    assert {r.cls for r in st.runs} == {"B"}
+    (note,) = st.budget_notes
+    assert ("dropped: class C -> B (mg.C serial-init: 3480 MiB of pages meant for node 0, which has 2048 MiB "
+            "in all: it would spill)") in note
+    assert not budget.memory_warnings(st.runs, st.topology)      # mg.B's 435 MiB fit
+
+
+def test_summary_puts_the_measured_time_from_the_first_build_beside_the_estimate(tmp_path):
+    """The estimate counts the builds still to do; the measured span starts at the first of
+    those builds when it ran before the first run, so estimate and measurement cover the
+    same work."""
+    import json
+    import pandas as pd
+    from numaplace.report.summary import study_answer
+    build = tmp_path / "cg.S.build.json"
+    build.write_text(json.dumps({"status": "ok", "started": "2026-11-25T10:00:00.000+00:00", "seconds": 1.0}))
+    (tmp_path / "estimate.json").write_text(json.dumps(
+        {"runs": 2, "runs_s": 100.0, "builds_s": 20.0, "builds": [str(build)]}))
+    runs = pd.DataFrame({"current": [True, True], "bench": ["cg", "cg"], "wall_s": [30.0, 30.0],
+                         "started": ["2026-11-25T10:00:30.000+00:00", "2026-11-25T10:01:30.000+00:00"]})
+    lines = study_answer({"runs": runs}, tmp_path)
+    assert lines[-1] == ("machine time: estimated 2 min before the study (1 build, 2 runs), measured 2 min "
+                         "from the first build's start to the last run's end (2 of 2 runs recorded)")

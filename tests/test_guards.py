@@ -7,9 +7,11 @@ through write_record as the runner does), with only the fields a test needs repl
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +90,72 @@ def test_idle_check_ignores_load_on_other_cpus(monkeypatch):
     idle_, ev = _idle_check_on(monkeypatch, busy, (2, 3), 0.15)
     assert (idle_, ev["busy_cpus"]) == (True, {})
     assert ev["busy"] == {"0": 1.0, "1": 0.97, "2": 0.0, "3": 0.02}
+
+
+# -- 1 and 2 from /proc/stat as the kernel writes it ---------------------------------------
+#
+# The two tests above give idle_check busy shares; these give it /proc/stat text (read by
+# idle.cpu_jiffies, shares made by idle.cpu_busy), as on a 2-CPU machine: user nice system
+# idle iowait irq softirq steal guest guest_nice, USER_HZ 100. The window is the runner's
+# start-up one made up to 0.2 s: 20 jiffies per CPU.
+
+STAT_BEFORE = {0: (1070986, 647, 153054, 931117, 2774, 0, 963, 872, 0, 0),
+               1: (1192582, 634, 179102, 773333, 8192, 0, 2952, 924, 0, 0)}
+
+
+def proc_stat(cpus):
+    """/proc/stat with the total line, one line per CPU and the lines that follow them."""
+    total = [sum(col) for col in zip(*cpus.values())]
+    return ("cpu  " + " ".join(map(str, total)) + "\n"
+            + "".join(f"cpu{c} " + " ".join(map(str, v)) + "\n" for c, v in sorted(cpus.items()))
+            + "intr 28633616 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 12\n"
+              "ctxt 75933221\nbtime 1795619613\nprocesses 352880\nprocs_running 3\nprocs_blocked 0\n"
+              "softirq 10383957 1 2710584 19 117616 0 0 1 4004352 0 3551384\n")
+
+
+def window(busy, iowait=0, jiffies=20):
+    """One CPU's 0.2 s: `busy` jiffies of user and system time, `iowait` waiting for I/O
+    (idle to the check), the rest idle."""
+    return (busy - busy // 3, 0, busy // 3, jiffies - busy - iowait, iowait, 0, 0, 0, 0, 0)
+
+
+def _idle_check_on_proc_stat(monkeypatch, cpus, busy_max, **busy):
+    """idle_check (mode flag) over a window whose /proc/stat samples are STAT_BEFORE and
+    STAT_BEFORE + busy (cpu0=window(...), cpu1=window(...)); opened long enough ago that
+    nothing is waited for."""
+    after = {c: tuple(a + b for a, b in zip(STAT_BEFORE[c], busy[f"cpu{c}"])) for c in STAT_BEFORE}
+    samples = iter([proc_stat(STAT_BEFORE), proc_stat(after)])
+    real_open = open
+    monkeypatch.setattr(idle, "open", lambda path, *a, **k: io.StringIO(next(samples))
+                        if path == "/proc/stat" else real_open(path, *a, **k), raising=False)
+    opened = idle.IdleWindow(os.sched_getaffinity(0), idle.cpu_jiffies(), time.monotonic() - 1.0)
+    return idle.idle_check(cpus, busy_max, 30, "flag", since=opened)
+
+
+def test_idle_threshold_from_proc_stat_samples(monkeypatch):
+    """Behaviour 1 end to end: 3 busy jiffies of 20 (iowait not counted) are 0.15, the
+    default idle_busy_max: idle; 4 are busy. With a limit of 0, no busy jiffy is idle and
+    one (0.05) is busy. Guards `>=` for `>` (and iowait counted as busy)."""
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0.15, cpu0=window(3, iowait=2), cpu1=window(0))
+    assert (idle_, ev["busy"], ev["busy_cpus"]) == (True, {"0": 0.15, "1": 0.0}, {})
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0.15, cpu0=window(4), cpu1=window(0))
+    assert (idle_, ev["busy_cpus"]) == (False, {"0": 0.2})
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0, cpu0=window(0, iowait=6), cpu1=window(0))
+    assert (idle_, ev["busy_cpus"]) == (True, {})
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0, cpu0=window(1), cpu1=window(0))
+    assert (idle_, ev["busy_cpus"]) == (False, {"0": 0.05})
+
+
+def test_idle_check_from_proc_stat_counts_only_the_placements_cpus(monkeypatch):
+    """Behaviour 2 end to end: CPU 1 at 100 % does not make a placement on CPU 0 busy
+    (also not at a limit of 0); CPU 0 at 100 % does. Guards a dropped or inverted CPU
+    filter, or a share taken over the machine's total line."""
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0.15, cpu0=window(0), cpu1=window(20))
+    assert (idle_, ev["busy"], ev["busy_cpus"]) == (True, {"0": 0.0, "1": 1.0}, {})
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0, cpu0=window(0), cpu1=window(20))
+    assert (idle_, ev["busy_cpus"]) == (True, {})
+    idle_, ev = _idle_check_on_proc_stat(monkeypatch, (0,), 0.15, cpu0=window(20), cpu1=window(0))
+    assert (idle_, ev["busy"], ev["busy_cpus"]) == (False, {"0": 1.0, "1": 0.0}, {"0": 1.0})
 
 
 def test_foreign_load_counts_only_the_runs_cpus():

@@ -66,16 +66,12 @@ ENV = "../../envs/numaplace.yaml"          # conda env of every rule (--sdm cond
 
 # -- plan, builds, runs ---------------------------------------------------------------
 RESULTS = f"results/{STUDY.name}"
-BUILD_DIR = f"results/build/{STUDY.build_key()}"
+BUILD_DIR = STUDY.build_dir
 PLAN = f"{RESULTS}/plan.tsv"
 LOGS = f"{RESULTS}/logs"
 
 
-def build_record_path(bench, cls, variant):
-    # the build's record; the binary, when the build succeeded, is beside it
-    return f"{BUILD_DIR}/{variant}/bin/{bench}.{cls}.build.json"
-
-
+build_record_path = STUDY.build_record
 BUILDS = [build_record_path(b, c, v) for b, c, v in STUDY.binaries()]
 RECORDS = [f"{RESULTS}/runs/{r.run_id}/record.json" for r in STUDY.runs]
 _RUNS = {r.run_id: r for r in STUDY.runs}

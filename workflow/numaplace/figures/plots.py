@@ -35,6 +35,7 @@ import pandas as pd  # noqa: E402
 
 from numaplace.core.schema import Section  # noqa: E402
 from numaplace.kinds import figure_titles, groups  # noqa: E402
+from numaplace.core.text import counted  # noqa: E402
 
 FIGURES = figure_titles()
 KINDS = tuple(FIGURES)
@@ -70,7 +71,7 @@ def _case_title(bench, cls, variant=None, threads=None):
     if variant is not None:
         parts.append(str(variant))
     if threads is not None:
-        parts.append(f"{int(threads)} thread{'s' if int(threads) != 1 else ''}")
+        parts.append(counted(threads, 'thread'))
     return " · ".join(parts)
 
 
@@ -252,7 +253,7 @@ def best_worst_figures(best_worst, w):
         ticks = []
         for _, r in g.iterrows():
             t = int(r["threads"])
-            tick = f"{t} thread{'s' if t != 1 else ''}"
+            tick = counted(t, 'thread')
             if r["best_placement_id"] == r["worst_placement_id"]:
                 tick += "\none placement"
             elif r["best_median_s"] == r["worst_median_s"]:

@@ -5,20 +5,24 @@ Each kind says what one run costs on the reference machine at its speed (Kind.ru
 for the NPB kernels, NPB's own operation count per class over the bundled kernels' Mop/s
 there, numaplace.kinds.npb; for the micro-benchmarks a fixed cost), scaled here by this
 machine's read bandwidth against the reference's (a 0.1 s numpy read of 256 MiB: the
-kernels are memory-bound). Builds and each run's start-up are fixed costs measured on the
-reference machine. It is an estimate: the summary puts the real time beside it.
+kernels are memory-bound). Each run's fixed cost (a Snakemake job, a Python start, the
+idle check, captures, the record) and each build are scaled by this machine's start-up
+time against the reference's (a Python that imports the runner: what every run pays). It
+is an estimate: the summary puts the real time beside it.
 """
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from numaplace.kinds import kind
 
 CLASS_ORDER = "SWABC"
-# the reference machine (2 vCPUs of an EPYC guest)
-REF_READ_GBS = 32.0                 # read_bandwidth() there, quiet (31.5-32.9 GB/s)
-RUN_OVERHEAD_S = 0.6                # a run's start, captures, record (quick study: 14 class S runs in 7 s)
-BUILD_S = 25.0                      # one binary, gfortran -O3
+# the reference machine (2 vCPUs of an EPYC guest), quiet
+REF_READ_GBS = 32.0                 # read_bandwidth() there (31.5-32.9 GB/s)
+REF_START_S = 0.10                  # start_seconds() there (0.09-0.12 s)
+RUN_OVERHEAD_S = 0.6                # a run's fixed cost there (see tests/benchmarks/estimate.py)
+BUILD_S = 2.0                       # one binary there: make + gfortran -O3 (0.3-1.3 s) and its job
 
 
 def read_bandwidth(nbytes=256 * 2**20, tries=5):
@@ -34,36 +38,59 @@ def read_bandwidth(nbytes=256 * 2**20, tries=5):
     return best
 
 
+def start_seconds(tries=3):
+    """Seconds a new Python takes to import the runner and exit (best of a few): what each
+    measured run pays before and after its benchmark, on this machine."""
+    import subprocess
+    import sys
+    import time
+    best = float("inf")
+    for _ in range(tries):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import numaplace.run.runner"], check=True)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+class Speed(NamedTuple):
+    """This machine against the reference machine: >1 is faster."""
+    memory: float = 1.0         # read bandwidth ratio: scales the kernels' run time
+    cpu: float = 1.0            # start-up time ratio: scales each run's and build's fixed cost
+
+
 SPEED_FILE = "speed.json"           # results/<study>/: this machine's measured speed, kept
 
 
 def machine_speed(results_dir):
-    """This machine's speed against the reference (read bandwidth ratio), measured once per
-    study and kept in results/<study>/speed.json, so that every process that plans the
-    study (numaplace plan, each Snakemake invocation, cluster jobs) plans it alike."""
+    """This machine's Speed, measured once per study and kept in
+    results/<study>/speed.json, so that every process that plans the study (numaplace plan,
+    each Snakemake invocation, cluster jobs) plans it alike."""
     import json
     import os
     from pathlib import Path
     f = Path(results_dir) / SPEED_FILE
     try:
         kept = json.loads(f.read_text())
-        if kept.get("host") == os.uname().nodename and kept.get("speed", 0) > 0:
-            return float(kept["speed"])
-    except (OSError, ValueError, AttributeError):
+        if kept.get("host") == os.uname().nodename and kept["memory"] > 0 and kept["cpu"] > 0:
+            return Speed(float(kept["memory"]), float(kept["cpu"]))
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
-    speed = read_bandwidth() / REF_READ_GBS
+    read_gbs, start_s = read_bandwidth(), start_seconds()
+    speed = Speed(read_gbs / REF_READ_GBS, REF_START_S / start_s)
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps({"host": os.uname().nodename, "speed": speed,
-                                 "read_gbs": speed * REF_READ_GBS, "reference_gbs": REF_READ_GBS}))
+        f.write_text(json.dumps({"host": os.uname().nodename, **speed._asdict(),
+                                 "read_gbs": read_gbs, "reference_read_gbs": REF_READ_GBS,
+                                 "start_s": start_s, "reference_start_s": REF_START_S}))
     except OSError:
         pass                    # a read-only checkout plans all the same
     return speed
 
 
-def run_seconds(run, speed=1.0):
-    """Estimated seconds of one planned run (numaplace.plan.study.Run); speed scales the rates."""
-    return kind(run.bench).run_seconds(run.cls, run.placement.threads, run.args, speed) + RUN_OVERHEAD_S
+def run_seconds(run, speed=Speed()):
+    """Estimated seconds of one planned run (numaplace.plan.study.Run) on a machine of `speed`."""
+    return (kind(run.bench).run_seconds(run.cls, run.placement.threads, run.args, speed.memory)
+            + RUN_OVERHEAD_S / speed.cpu)
 
 
 def parse_minutes(text):
@@ -83,7 +110,7 @@ class Estimate:
     """Machine time of a study's runs: per experiment (a run that two experiments share
     counts in both), builds, and the total (every run once)."""
 
-    def __init__(self, runs, binaries, speed=1.0):
+    def __init__(self, runs, binaries, speed=Speed()):
         self.speed = speed
         self.per_experiment = {}
         runs_s = 0.0
@@ -92,18 +119,18 @@ class Estimate:
             runs_s += s
             for e in r.experiments:
                 self.per_experiment[e] = self.per_experiment.get(e, 0.0) + s
-        self.builds = BUILD_S * len(binaries)
+        self.builds = BUILD_S / speed.cpu * len(binaries)
         self.total = runs_s + self.builds
 
 
 def step_down(classes):
-    """The next smaller NPB class for each of C and B (C -> B -> A); None when at A."""
+    """The next smaller NPB class for the largest of C and B among classes (C -> B -> A);
+    None when none is above A."""
     npb = [c for c in classes if c in "BC"]
     if not npb:
         return None
     top = max(npb, key=CLASS_ORDER.index)
-    lower = CLASS_ORDER[CLASS_ORDER.index(top) - 1]
-    return {top: lower}
+    return {top: CLASS_ORDER[CLASS_ORDER.index(top) - 1]}
 
 
 def free_mb(topo):
@@ -117,10 +144,26 @@ def free_mb(topo):
     return dict(topo.memory_mb)
 
 
-def memory_warnings(runs, topo):
-    """Runs whose pages cannot all fit where they are meant to go: a serial-init run puts its
-    whole working set on the master's node, a membind run on its nodes, a first-touch run a
-    share on each of its threads' nodes."""
+class Spill(NamedTuple):
+    """Pages of one kind of run that one node cannot hold where they are meant to go."""
+    bench: str
+    cls: str
+    variant: str
+    node: int
+    need_mb: float
+    free_mb: int
+    measured: bool              # free now (this machine) or in all (a platform file)
+
+    def __str__(self):
+        return (f"{self.bench}.{self.cls} {self.variant}: {self.need_mb:.0f} MiB of pages meant for node "
+                f"{self.node}, which has {self.free_mb} MiB {'free' if self.measured else 'in all'}")
+
+
+def memory_spills(runs, topo):
+    """Runs whose pages cannot all fit where they are meant to go, one Spill per (kind,
+    class, variant, node): a serial-init run puts its whole working set on the master's
+    node, a membind run on its nodes, a first-touch run a share on each of its threads'
+    nodes."""
     out, seen = [], set()
     free_by_node = free_mb(topo)                          # read once, not per run
     for r in runs:
@@ -139,6 +182,10 @@ def memory_warnings(runs, topo):
             key = (r.bench, r.cls, r.variant, node)
             if free is not None and need > free and key not in seen:
                 seen.add(key)
-                out.append(f"{r.bench}.{r.cls} {r.variant}: {need:.0f} MiB of pages meant for node {node}, "
-                           f"which has {free} MiB {'free' if topo.name == 'auto' else 'in all'}: they will spill")
+                out.append(Spill(r.bench, r.cls, r.variant, node, need, free, topo.name == "auto"))
     return out
+
+
+def memory_warnings(runs, topo):
+    """The plan's lines for memory_spills."""
+    return [f"{s}: they will spill" for s in memory_spills(runs, topo)]

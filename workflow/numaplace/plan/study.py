@@ -26,6 +26,7 @@ from numaplace.plan.expand import expand_experiment
 from numaplace.core.schema import setting, validate_study
 from numaplace.machine.system import check_study as check_system
 from numaplace.machine.topology import from_sysfs, load_platform, platform_path
+from numaplace.core.text import counted
 
 
 
@@ -166,37 +167,46 @@ class Study:
     # -- what it costs --------------------------------------------------------------
     @property
     def speed(self):
-        """This machine's speed against the reference machine's (read bandwidth), for the
-        estimate; 1 for a named platform (planned elsewhere: nothing to measure)."""
+        """This machine's budget.Speed against the reference machine's, for the estimate;
+        the reference's own for a named platform (planned elsewhere: nothing to measure)."""
         if "_speed" not in self.__dict__:
             self._speed = (budget.machine_speed(Path("results") / self.name)
-                           if setting("platform", self.config) == "auto" else 1.0)
+                           if setting("platform", self.config) == "auto" else budget.Speed())
         return self._speed
 
     def estimate(self):
-        return budget.Estimate(self.runs, self.binaries(), self.speed)
+        return budget.Estimate(self.runs, self.builds_to_do(), self.speed)
 
     def _fit_budget(self):
-        """Step NPB classes down (C -> B -> A), then repetitions (to 3), until the estimate
-        fits the study's budget; each step is said in budget_notes."""
+        """Step NPB classes down (C -> B -> A) while a class's pages do not fit the node they
+        are meant for (free memory per node, per class: a serial-init run puts its whole
+        working set on one node) or the estimate is above the study's budget; then
+        repetitions (to 3). Each step is said in budget_notes."""
         import copy
         text = self.config["budget"]
         limit = budget.parse_minutes(text) * 60
         first = self.estimate().total
         steps = []
-        while self.estimate().total > limit:
+        while True:
+            spills = [s for s in budget.memory_spills(self.runs, self.topology)
+                      if kind(s.bench).class_steps and budget.step_down([s.cls])]
+            if not spills and self.estimate().total <= limit:
+                break
             c = self.config = copy.deepcopy(self.config)
             exps = c["experiments"]
-            classes = [k for e in exps for k in setting("classes", c, e)
-                       if any(kind(b).class_steps for b in setting("benchmarks", c, e))]
-            step = budget.step_down(classes)
+            if spills:
+                worst = max(spills, key=lambda s: budget.CLASS_ORDER.index(s.cls))
+                step, why = budget.step_down([worst.cls]), f" ({worst}: it would spill)"
+            else:
+                step, why = budget.step_down([k for e in exps for k in setting("classes", c, e)
+                                              if any(kind(b).class_steps for b in setting("benchmarks", c, e))]), ""
             if step:
                 for holder in [c] + exps:
                     if "classes" in holder:
                         holder["classes"] = list(dict.fromkeys(step.get(k, k) for k in holder["classes"]))
                 if "classes" not in c:
                     c["classes"] = [step.get(k, k) for k in setting("classes", c)]
-                steps.append(", ".join(f"class {a} -> {b}" for a, b in step.items()))
+                steps.append(", ".join(f"class {a} -> {b}" for a, b in step.items()) + why)
             else:
                 reps = {e["name"]: setting("repetitions", c, e) for e in exps}
                 if max(reps.values()) <= 3:
@@ -229,6 +239,19 @@ class Study:
 
     def binaries(self):
         return sorted({(r.bench, r.cls, r.variant) for r in self.runs})
+
+    @property
+    def build_dir(self):
+        """results/build/<build key>: the binaries of every study with the same key."""
+        return f"results/build/{self.build_key()}"
+
+    def build_record(self, bench, cls, variant):
+        """A binary's build record; the binary, when the build succeeded, is beside it."""
+        return f"{self.build_dir}/{variant}/bin/{bench}.{cls}.build.json"
+
+    def builds_to_do(self):
+        """The binaries without a build record yet (a failed build is not tried again)."""
+        return [b for b in self.binaries() if not Path(self.build_record(*b)).exists()]
 
     def run(self, run_id):
         if not hasattr(self, "_by_id"):
@@ -277,14 +300,15 @@ class Study:
         est = self.estimate()
         (path.parent / PLAN_ESTIMATE).write_text(json.dumps(
             {"runs": len(self.runs), "runs_s": est.total - est.builds, "builds_s": est.builds,
-             "speed": self.speed, "per_experiment_s": est.per_experiment}, indent=1))
+             "builds": [self.build_record(*b) for b in self.builds_to_do()],
+             "speed": self.speed._asdict(), "per_experiment_s": est.per_experiment}, indent=1))
 
     def plan_summary(self):
         """What `numaplace plan` and the workflow's first lines say: runs per experiment,
         the classes per kernel, and what was left out as not applicable here."""
         topo = self.topology
-        head = (f"study {self.name} on {topo.name}: {len(topo.cpu_nodes)} NUMA node"
-                f"{'s' if len(topo.cpu_nodes) != 1 else ''}, {len(topo.cores())} cores"
+        head = (f"study {self.name} on {topo.name}: {counted(len(topo.cpu_nodes), 'NUMA node')}, "
+                f"{len(topo.cores())} cores"
                 + (f" ({len(topo.cpus)} CPUs)" if topo.siblings else "") + f": {len(self.runs)} runs")
         per_exp = {e["name"]: 0 for e in self.config["experiments"]}
         for r in self.runs:
@@ -294,16 +318,19 @@ class Study:
         for r in self.runs:
             classes.setdefault(r.bench, set()).add(r.cls)
         est = self.estimate()
-        speed = (f"this machine reads {self.speed * budget.REF_READ_GBS:.1f} GB/s, the reference "
-                 f"{budget.REF_READ_GBS:.1f}" if setting("platform", self.config) == "auto"
+        speed = (f"this machine reads {self.speed.memory * budget.REF_READ_GBS:.1f} GB/s and starts a "
+                 f"run in {budget.REF_START_S / self.speed.cpu:.2f} s, the reference {budget.REF_READ_GBS:.1f} "
+                 f"and {budget.REF_START_S:.2f}" if setting("platform", self.config) == "auto"
                  else "at the reference machine's speed: a named platform is not measured")
         lines = [head + f", estimated machine time {budget.format_duration(est.total)} ({speed})",
                  "  classes: " + ", ".join(f"{b} {'/'.join(sorted(c))}" for b, c in sorted(classes.items()))]
-        lines += [f"  {e}: {n} run{'s' if n != 1 else ''}, ~{budget.format_duration(est.per_experiment.get(e, 0))}"
+        lines += [f"  {e}: {counted(n, 'run')}, ~{budget.format_duration(est.per_experiment.get(e, 0))}"
                   for e, n in per_exp.items() if n]
         if any(len(r.experiments) > 1 for r in self.runs):
             lines.append("  (a run that experiments share counts in each of them, once in the total)")
-        lines += [f"  builds: {len(self.binaries())}, ~{budget.format_duration(est.builds)}"]
+        todo = len(self.builds_to_do())
+        lines += [f"  builds: {len(self.binaries())}"
+                  + (f", {todo} to do" if todo != len(self.binaries()) else "") + f", ~{budget.format_duration(est.builds)}"]
         lines += [f"  {line}" for line in self.budget_notes + budget.memory_warnings(self.runs, self.topology)
                   + self.not_applicable]
         return lines

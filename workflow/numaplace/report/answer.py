@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from numaplace.kinds import KINDS, groups
+from numaplace.core.text import counted
 
 
 
@@ -28,7 +29,7 @@ def machine_line(matrix, topology, runs=None):
         classes = sorted({dist[i][j] / dist[i][i] for i in range(len(dist)) for j in range(len(dist)) if i != j})
         slit = "SLIT remote/local " + ", ".join(f"{c:.2g}x" for c in classes) + \
             (f" ({len(classes)} distance classes)" if len(classes) > 1 else "")
-    head = f"machine: {nodes} NUMA node{'s' if nodes != 1 else ''}" if nodes else "machine"
+    head = f"machine: {counted(nodes, 'NUMA node')}" if nodes else "machine"
     if matrix is None or not len(matrix):
         return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
                "of memlat and membw to see local vs remote)"
@@ -112,7 +113,7 @@ def kernel_lines(best_worst, summary, runs):
         g = g.sort_values("improvement_pct", ascending=False)
         placed = g[[not same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
         r = (placed if len(placed) else g).iloc[0]
-        case = f"{str(bench).upper()} class {cls} ({r['variant']}, {r['threads']} thread{'s' if r['threads'] != 1 else ''})"
+        case = f"{str(bench).upper()} class {cls} ({r['variant']}, {counted(r['threads'], 'thread')})"
         if not len(placed):
             out.append(f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
                        f"memory, {_what_differs(desc.get(r['best_placement_id']), desc.get(r['worst_placement_id']))} "

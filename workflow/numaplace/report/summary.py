@@ -14,6 +14,7 @@ from numaplace.kinds import KINDS, groups, table_captions
 from numaplace.judge.fidelity import thresholds_of
 from numaplace.tables import aggregate
 from numaplace.figures import plots
+from numaplace.core.text import counted
 
 LIST_MAX = 200          # rows listed per section of summary.md (the CSVs hold them all)
 
@@ -90,7 +91,7 @@ def answer_rows(best_worst, summary=None):
         noise = {"yes": "beyond noise", "no": "within noise", "unknown": "too few runs to tell"}.get(
             str(r["differs"]), str(r["differs"]))
         rows.append({"case": f"{str(r['bench']).upper()} class {r['class']} · {r['variant']} · "
-                             f"{r['threads']} thread{'s' if int(r['threads']) != 1 else ''}",
+                             f"{counted(r['threads'], 'thread')}",
                      "best": r["best_placement"], "worst": r["worst_placement"],
                      "cost": _cost(r) + (" (same CPUs and memory: binding only, not a placement effect)"
                                          if same_cpus_and_memory(r, desc) else ""),
@@ -149,7 +150,7 @@ def system_markdown(runs):
         common = counts.index[0]
         odd = runs.loc[col != common, "run_id"].tolist()
         rows.append({"setting": label, "value": "DIFFERS: " + "; ".join(
-            f"{_short(v, 120)} ({n} run{'s' if n != 1 else ''})" for v, n in counts.items()),
+            f"{_short(v, 120)} ({counted(n, 'run')})" for v, n in counts.items()),
             "runs": ", ".join(odd[:20]) + (" …" if len(odd) > 20 else "")})
         flagged.append(label)
     out += [md_table(pd.DataFrame(rows), [("setting", "setting"), ("value", "value"),
@@ -345,6 +346,14 @@ def _flagged_runs(runs):
     return out
 
 
+def _read_json(path):
+    import json
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def study_answer(tables, results_dir):
     """The answer's lines for a study's results folder: its tables, the machine of its
     records, what the plan left out as not applicable, and the estimate beside the real
@@ -368,10 +377,14 @@ def study_answer(tables, results_dir):
         end = start + pd.to_timedelta(pd.to_numeric(current.get("wall_s"), errors="coerce"), unit="s")
         if start.notna().any() and end.notna().any():
             from numaplace.plan.budget import format_duration
-            span = (end.max() - start.min()).total_seconds()
-            estimate_line = (f"machine time of the runs: estimated {format_duration(e['runs_s'])} before the study, "
-                             f"measured {format_duration(span)} from the first run's start to the last one's end "
-                             f"({len(current)} of {e['runs']} runs recorded)")
+            # the builds the plan counted, where they ran before the first run
+            built = [pd.Timestamp(b["started"]) for b in map(_read_json, e.get("builds", [])) if b.get("started")]
+            first = min([start.min()] + built)
+            span = (end.max() - first).total_seconds()
+            estimate_line = (f"machine time: estimated {format_duration(e['runs_s'] + e.get('builds_s', 0))} "
+                             f"before the study ({counted(len(e.get('builds', [])), 'build')}, {counted(e['runs'], 'run')}), measured "
+                             f"{format_duration(span)} from the first {'build' if built and first < start.min() else 'run'}"
+                             f"'s start to the last run's end ({len(current)} of {e['runs']} runs recorded)")
     return answer_lines(tables, topology, not_applicable, estimate_line)
 
 
