@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from numaplace.figures import plots
+from numaplace.core.stats import mann_whitney_p
 from numaplace.tables.aggregate import build_tables
 from numaplace.judge.fidelity import judge
 from numaplace.record.store import read_record
@@ -167,6 +168,10 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
     rec.update(status="failed", reason="exit status 1")
     failed.write_text(json.dumps(rec))
     row, t = best_worst(tmp_path)
+    # told apart from the worst: no repetitions to ask for; the runner-up ("mid": one ok
+    # run) has no spread to size them by
+    assert pd.isna(row.pop("reps_needed")) and pd.isna(row.pop("runner_up_reps_needed"))
+    assert pd.isna(row.pop("runner_up_mwu_p"))
     assert row == pytest.approx({
         "bench": "cg", "class": "W", "variant": "default", "threads": 2,
         "n_placements": 3, "n_placements_planned": 3,
@@ -176,7 +181,8 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
         "worst_min_s": 5.9, "worst_max_s": 6.3, "worst_n_drift": 0,
         "improvement_pct": 100 * (1 - SLOW_MOPS / (1000 / 4.1)), "speedup": (1000 / 4.1) / SLOW_MOPS,
         "compared_by": "mops", "below_resolution": False, "ranges_overlap": False, "differs": "yes",
-        "mwu_p": 2 / 35, "rests_on_drift": False})
+        "mwu_p": 2 / 35, "runner_up_placement": "placement mid", "runner_up_placement_id": "mid",
+        "runner_up_median_s": 5.0, "rests_on_drift": False})
     s = t["summary"].set_index("placement_id")
     slow = s.loc["slow"]
     assert (slow["n_records"], slow["n"], slow["n_failed"], slow["n_set_aside"], slow["n_drift"]) == (4, 4, 0, 0, 0)
@@ -185,8 +191,29 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
     assert slow["time_std_s"] == pytest.approx((0.0875 / 3) ** 0.5)          # sample std
     assert slow["time_cv"] == pytest.approx((0.0875 / 3) ** 0.5 / 6.075)
     assert slow["mops_median"] == pytest.approx(SLOW_MOPS)
+    assert pd.isna(slow["time_median_lo_s"]) and pd.isna(slow["time_median_hi_s"])   # 4 runs: no 95 % interval
     mid = s.loc["mid"]
     assert (mid["n_records"], mid["n"], mid["n_failed"], mid["failed_statuses"]) == (2, 1, 1, "failed:1")
     assert mid["time_median_s"] == 5.0 and pd.isna(mid["time_std_s"]) and pd.isna(mid["time_cv"])
     assert list(s.index) == ["fast", "mid", "slow"]
     assert str(t["best_worst"]["threads"].dtype) == "Int64"
+
+
+def test_the_best_is_tested_against_the_runner_up_and_the_answer_asks_for_repetitions(tmp_path, template):
+    """Best and worst far apart say nothing of the best against the next placement: 4 vs 4
+    runs whose medians are 0.1 s apart with 0.1 s of spread are not told apart, and the
+    answer says how many repetitions would tell them (issue 29)."""
+    from numaplace.report.answer import kernel_lines
+    write_group(tmp_path, template, "fast", "placement fast", [4.0, 4.1, 4.2, 4.15])
+    write_group(tmp_path, template, "near", "placement near", [4.1, 4.2, 4.3, 4.05])
+    write_group(tmp_path, template, "slow", "placement slow", [6.0, 6.3, 5.9, 6.1])
+    row, t = best_worst(tmp_path)
+    assert (row["best_placement_id"], row["runner_up_placement_id"], row["worst_placement_id"]) == ("fast", "near", "slow")
+    assert row["differs"] == "yes" and pd.isna(row["reps_needed"])
+    assert row["runner_up_mwu_p"] == pytest.approx(mann_whitney_p([4.0, 4.1, 4.2, 4.15], [4.1, 4.2, 4.3, 4.05]))
+    assert row["runner_up_mwu_p"] > 0.05 and row["runner_up_reps_needed"] >= 4
+    # (the copies share one real record's CPUs: without the summary's placements the line
+    # takes them as placements, not as a binding-only difference)
+    (line,) = kernel_lines(t["best_worst"], None, t["runs"])
+    assert (f"; runner-up placement near (4.15 s): not told apart from the best (p={row['runner_up_mwu_p']:.2g}; "
+            f"about {row['runner_up_reps_needed']} repetitions each would tell)") in line

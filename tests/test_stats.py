@@ -6,7 +6,8 @@ import pytest
 
 from numaplace.core.stats import improvement, mann_whitney_p, summary_stats
 
-KEYS = ("time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s", "time_cv")
+KEYS = ("time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s", "time_cv",
+        "time_median_lo_s", "time_median_hi_s")
 NAN = float("nan")
 
 
@@ -26,15 +27,21 @@ def same(got, want):
 # times → min, median, mean, max, sample std (ddof=1), CV; stdev by hand:
 # [10, 10, 30]: mean 50/3, squares 2·(20/3)² + (40/3)² = 2400/9, /2 → √(1200/9) = 11.547
 @pytest.mark.parametrize("times, want", [
-    ([10, 10, 30], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3))),
-    ([30, 10, None, 10], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3))),
-    ([0.5, 0.7], (0.5, 0.6, 0.6, 0.7, math.sqrt(0.02), math.sqrt(0.02) / 0.6)),   # mean below 1
-    ([4.0, 6.0], (4, 5, 5, 6, math.sqrt(2), math.sqrt(2) / 5)),                  # two runs
-    ([7.25], (7.25, 7.25, 7.25, 7.25, NAN, NAN)),                                # one run: no spread
-    ([0.0, 0.0, 0.0], (0, 0, 0, 0, 0.0, NAN)),                                   # CV undefined at mean 0
-    ([], (NAN,) * 6),
-    ([None, None], (NAN,) * 6),
-], ids=["median<mean", "unordered+missing", "sub-unit", "two-runs", "one-run", "all-zero", "empty", "all-missing"])
+    # (below 6 times no two order statistics hold the median with 95 %: no interval)
+    ([10, 10, 30], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3), NAN, NAN)),
+    ([30, 10, None, 10], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3), NAN, NAN)),
+    ([0.5, 0.7], (0.5, 0.6, 0.6, 0.7, math.sqrt(0.02), math.sqrt(0.02) / 0.6, NAN, NAN)),   # mean below 1
+    ([4.0, 6.0], (4, 5, 5, 6, math.sqrt(2), math.sqrt(2) / 5, NAN, NAN)),                  # two runs
+    ([7.25], (7.25, 7.25, 7.25, 7.25, NAN, NAN, NAN, NAN)),                                # one run: no spread
+    ([0.0, 0.0, 0.0], (0, 0, 0, 0, 0.0, NAN, NAN, NAN)),                                   # CV undefined at mean 0
+    ([], (NAN,) * 8),
+    ([None, None], (NAN,) * 8),
+    # 7 times: [x(1), x(7)] covers the median with 1 - 2/2^7 = 98 %, [x(2), x(6)] only 88 %
+    ([7, 1, 6, 2, 5, 3, 4], (1, 4, 4, 7, math.sqrt(28 / 6), math.sqrt(28 / 6) / 4, 1, 7)),
+    # 10 times: [x(2), x(9)] covers 1 - 2·11/1024 = 97.9 %, [x(3), x(8)] 89 %
+    (list(range(10, 0, -1)), (1, 5.5, 5.5, 10, math.sqrt(110 / 12), math.sqrt(110 / 12) / 5.5, 2, 9)),
+], ids=["median<mean", "unordered+missing", "sub-unit", "two-runs", "one-run", "all-zero", "empty", "all-missing",
+        "seven", "ten"])
 def test_summary_stats(times, want):
     got = summary_stats(times)
     same(got, dict(zip(KEYS, map(float, want))))
@@ -48,17 +55,17 @@ def test_summary_stats(times, want):
     ([1, 2], [3], 2 / 3),
     ([1, 1, 2], [1, 2, 2], 1.0),        # mid-ranks: every split is as extreme or more
     ([5, 5], [5, 5], 1.0),
-    # normal approximation (C(22, 11) > 200,000 splits), continuity 0.5, tie correction:
-    # a < b entirely: U = 0, σ² = 121/12·23, z = 60/σ
-    (list(range(1, 12)), list(range(12, 23)), 8.151536127743262e-05),
-    # ties 1×6, 2×10, 3×6: U1 = 6·3.5 + 5·11.5 − 66 = 12.5, Σ(t³−t) = 1410,
+    # no ties: exact from U's distribution at any size; a < b entirely: 2 of C(22, 11) splits
+    (list(range(1, 12)), list(range(12, 23)), 2 / 705432),
+    # ties with C(22, 11) > 20,000 splits: normal approximation, continuity 0.5, tie
+    # correction: ties 1×6, 2×10, 3×6: U1 = 6·3.5 + 5·11.5 − 66 = 12.5, Σ(t³−t) = 1410,
     # σ² = 121/12·(23 − 1410/462), z = 47.5/σ
     ([1] * 6 + [2] * 5, [2] * 5 + [3] * 6, 0.0008104477469793205),
-    # odd vs even: U1 = 55, |U − 60.5| = 5.5, z = 5/σ = 0.328 (p far from the tail)
-    (list(range(1, 23, 2)), list(range(2, 23, 2)), 0.7426659029196823),
+    # odd vs even, no ties: U1 = 55 of mean 60.5, exact (the normal approximation: 0.7427)
+    (list(range(1, 23, 2)), list(range(2, 23, 2)), 0.7476581725807732),
     ([3.0] * 11, [3.0] * 11, 1.0),      # every value tied: no variance, no evidence
-], ids=["disjoint3", "1vs2", "2vs1", "ties-small", "all-tied-small", "normal-disjoint", "normal-ties",
-        "normal-null", "normal-all-tied"])
+], ids=["disjoint3", "1vs2", "2vs1", "ties-small", "all-tied-small", "exact-disjoint", "normal-ties",
+        "exact-null", "normal-all-tied"])
 def test_mann_whitney_p(a, b, p):
     assert mann_whitney_p(a, b) == pytest.approx(p, rel=1e-9)
     assert mann_whitney_p(b, a) == pytest.approx(p, rel=1e-9)      # two-sided: symmetric
@@ -111,3 +118,18 @@ def group(mops, time):
         "best-mops-0", "worst-mops-0", "time-exactly-2-units", "time-2-units", "time-1-unit", "time-sub-second", "time-0"])
 def test_improvement(best, worst, want):
     same(improvement(best, worst), want)
+
+
+@pytest.mark.parametrize("a, b, want", [
+    # clearly apart: the formula asks 1, but 3 vs 3 cannot give p < 0.05 (its least p is
+    # 2/20 = 0.10), 4 vs 4 can (2/70): 4
+    ([9.9, 10.0, 10.1], [10.9, 11.0, 11.1], 4),
+    # medians 0.1 apart, spread MAD·1.4826 = 0.148: 2·((1.960 + 0.842)·1.4826)² / (3/π) = 36.1 → 37
+    ([10.0, 10.1, 10.2], [10.1, 10.2, 10.3], 37),
+    ([10.0, 10.1, 10.2], [10.2, 10.1, 10.0], None),      # same median: nothing to tell apart
+    ([10.0], [11.0, 12.0], None),                         # one run: no spread measured
+])
+def test_repetitions_needed(a, b, want):
+    from numaplace.core.stats import repetitions_needed
+    assert repetitions_needed(a, b) == want
+    assert repetitions_needed(b, a) == want

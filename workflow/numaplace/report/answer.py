@@ -11,6 +11,7 @@ import pandas as pd
 
 from numaplace.kinds import KINDS, groups
 from numaplace.core.text import counted
+from numaplace.core.stats import ALPHA
 
 
 
@@ -126,8 +127,27 @@ def kernel_lines(best_worst, summary, runs):
         drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
         out.append(f"{case}: best {r['best_placement']} ({r['best_median_s']:.3g} s), worst {r['worst_placement']} "
                    f"({r['worst_median_s']:.3g} s): the wrong choice costs {_cost(r, cost_interval(bm, wm))}, "
-                   f"{_noise(r)}{flags}{drift}")
+                   f"{_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{flags}{drift}")
     return out
+
+
+def _more(n):
+    """How many repetitions would tell two placements apart, when these could not."""
+    return f" (about {int(n)} repetitions each would tell)" if pd.notna(n) and n else ""
+
+
+def _runner_up(r):
+    """Is the best placement told apart from the next one, or only from the worst?"""
+    if not isinstance(r.get("runner_up_placement"), str):
+        return ""
+    head = f"; runner-up {r['runner_up_placement']} ({r['runner_up_median_s']:.3g} s)"
+    p = r.get("runner_up_mwu_p")
+    if pd.notna(p) and p < ALPHA:
+        return f"{head}: told apart from the best, Mann-Whitney p={float(p):.2g}"
+    why = f"p={float(p):.2g}" if pd.notna(p) else "too few runs"
+    n = r.get("runner_up_reps_needed")
+    return f"{head}: not told apart from the best ({why}" + (
+        f"; about {int(n)} repetitions each would tell)" if pd.notna(n) and n else ")")
 
 
 def _what_differs(best, worst):

@@ -44,7 +44,7 @@ from numaplace.run.capture import NUMASTAT_COUNTERS
 from numaplace.judge.fidelity import footprint_basis, judge, thresholds_of
 from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import Record, iter_records
-from numaplace.core.stats import improvement, mann_whitney_p, summary_stats  # noqa: F401 (mann_whitney_p: re-exported)
+from numaplace.core.stats import improvement, mann_whitney_p, repetitions_needed, summary_stats
 from numaplace.kinds import groups, table_captions
 from numaplace.machine.system import REPORTED
 
@@ -255,7 +255,7 @@ def summary_table(runs, plan=None):
     cols = GROUP_KEYS + PLACEMENT_COLUMNS + [
         "n_planned", "n_missing", "n_records", "n", "n_failed", "failed_statuses", "n_set_aside",
         "n_drift", "time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s",
-        "time_cv", "mops_median"]
+        "time_cv", "time_median_lo_s", "time_median_hi_s", "mops_median"]
     df = pd.DataFrame(out, columns=cols)
     for c in ("threads", "n_planned", "n_missing", "n_records", "n", "n_failed", "n_set_aside", "n_drift"):
         df[c] = df[c].astype("Int64")
@@ -292,20 +292,33 @@ def best_worst_table(summary, runs):
         wt = ok_times.get(tuple(worst[k] for k in GROUP_KEYS), [])
         if best["placement_id"] == worst["placement_id"]:
             row["ranges_overlap"], row["differs"], row["mwu_p"] = pd.NA, "n/a", np.nan
+            row["reps_needed"] = pd.NA
         else:
             overlap = bool(best["time_max_s"] >= worst["time_min_s"])
             row["ranges_overlap"] = overlap
             row["differs"] = "unknown" if min(len(bt), len(wt)) < 2 else ("no" if overlap else "yes")
             row["mwu_p"] = mann_whitney_p(bt, wt) if min(len(bt), len(wt)) >= 3 else np.nan
+            row["reps_needed"] = repetitions_needed(bt, wt) if row["differs"] != "yes" else pd.NA
+        # the runner-up: is the best placement told apart from the next one, or only from the worst?
+        ranked = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True])
+        second = ranked.iloc[1] if len(ranked) > 2 else None
+        st = ok_times.get(tuple(second[k] for k in GROUP_KEYS), []) if second is not None else []
+        row.update(runner_up_placement=None if second is None else second["placement"],
+                   runner_up_placement_id=None if second is None else second["placement_id"],
+                   runner_up_median_s=np.nan if second is None else second["time_median_s"],
+                   runner_up_mwu_p=mann_whitney_p(bt, st) if min(len(bt), len(st)) >= 3 else np.nan,
+                   runner_up_reps_needed=repetitions_needed(bt, st) if second is not None else None)
         row["rests_on_drift"] = bool(best["n_drift"] or worst["n_drift"])
         out.append(row)
     cols = CASE_KEYS + ["n_placements", "n_placements_planned"] + [
         f"{side}_{c}" for side in ("best", "worst")
         for c in ("placement", "placement_id", "n", "median_s", "min_s", "max_s", "n_drift")] + [
         "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
-        "rests_on_drift"]
+        "reps_needed", "runner_up_placement", "runner_up_placement_id", "runner_up_median_s", "runner_up_mwu_p",
+        "runner_up_reps_needed", "rests_on_drift"]
     df = pd.DataFrame(out, columns=cols)
-    df["threads"] = df["threads"].astype("Int64")
+    for c in ("threads", "reps_needed", "runner_up_reps_needed"):
+        df[c] = df[c].astype("Int64")
     return df
 
 
