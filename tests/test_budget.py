@@ -166,3 +166,20 @@ def test_summary_puts_the_measured_time_from_the_first_build_beside_the_estimate
     lines = study_answer({"runs": runs}, tmp_path)
     assert lines[-1] == ("machine time: estimated 2 min before the study (1 build, 2 runs), measured 2 min "
                          "from the first build's start to the last run's end (2 of 2 runs recorded)")
+
+
+def test_progress_says_runs_recorded_and_the_estimated_time_left(tmp_path):
+    """After each run the console gets one line: runs recorded of the plan's, and the
+    plan's estimate for the runs still without a record (issue 29)."""
+    import json
+    from numaplace.run.progress import progress_line
+    assert progress_line(tmp_path) is None                      # no plan: a run outside a workflow
+    (tmp_path / "estimate.json").write_text(json.dumps({"per_run_s": {"a.r1": 30.0, "a.r2": 30.0, "b.r1": 90.0}}))
+    (tmp_path / "runs" / "a.r1").mkdir(parents=True)
+    (tmp_path / "runs" / "a.r1" / "record.json").write_text("{}")
+    assert progress_line(tmp_path, {"run_id": "a.r1", "status": "ok"}) == \
+        "numaplace: 1 of 3 runs recorded (a.r1: ok); about 2 min of runs left"
+    for rid in ("a.r2", "b.r1"):
+        (tmp_path / "runs" / rid).mkdir()
+        (tmp_path / "runs" / rid / "record.json").write_text("{}")
+    assert progress_line(tmp_path) == "numaplace: 3 of 3 runs recorded"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Mutation score of the core logic (placement, launch, schema, numa_maps, fidelity, stats,
-# best/worst in aggregate)
-# against its fast unit tests, with mutmut 3 (slow: not in CI). mutmut wants its sources
+# Mutation score of the package's core logic (pyproject's [tool.mutmut] only_mutate:
+# placement expansion and symmetry, CPU lists, launchers' argv, the schema, numa_maps and
+# NPB output parsing, fidelity, statistics and best/worst, records and retry/set-aside, the
+# idle check, PBS status mapping, the budget) against the unit tests (pytest -m unit), with mutmut 3 (slow: not in CI). mutmut wants its sources
 # under src/ and numaplace not installed, so this stages a copy in a scratch folder:
 #   bash tests/benchmarks/mutation_score.sh [SCRATCH]      (from the repository root)
 set -euo pipefail
@@ -33,11 +34,19 @@ python3 -m venv "$venv"
 cd "$stage"
 # mutmut exits non-zero when it finds survivors; a suite that fails unmutated shows up
 # below as mutants "not checked", and then there is no score
-# The scope (the issue's core logic): whole modules, and of aggregate only the statistics
-# per placement and the best/worst choice (its other functions read files and shape tables)
-scope=("numaplace.plan.placement.*" "numaplace.plan.expand.*" "numaplace.plan.launch.*" "numaplace.core.schema.*" "numaplace.run.numa_maps.*"
-       "numaplace.judge.fidelity.*" "numaplace.core.stats.*" "numaplace.tables.aggregate.x_summary_table__*"
-       "numaplace.tables.aggregate.x_best_worst_table__*" "numaplace.tables.aggregate.x__isnan__*")
+# The scope: every function of the modules in pyproject's only_mutate, but of aggregate
+# only the statistics per placement and the best/worst choice (its other functions read
+# files and shape tables)
+mapfile -t scope < <(python3 - "$repo/pyproject.toml" <<'PY'
+import sys, tomllib
+for path in tomllib.load(open(sys.argv[1], "rb"))["tool"]["mutmut"]["only_mutate"]:
+    mod = path.removeprefix("workflow/").removesuffix(".py").replace("/", ".")
+    if mod == "numaplace.tables.aggregate":
+        print("\n".join(f"{mod}.x_{f}__*" for f in ("summary_table", "best_worst_table", "_isnan")))
+    else:
+        print(f"{mod}.*")
+PY
+)
 "$venv/bin/mutmut" run --max-children "$(nproc)" "${scope[@]}" || true
 "$venv/bin/mutmut" results --all true > results.txt
 python3 - "${scope[@]}" <<'PY'

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import sys
 import time
 from types import SimpleNamespace
@@ -186,6 +187,10 @@ def _run(a):
         sys.stderr.write(f"numaplace run: {spec['run_id']}: no record written: {cause}: {e}\n")
         return 1
     print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
+    from numaplace.run.progress import progress_line
+    line = progress_line(Path(a.record).parents[2], rec)      # results/<study>/runs/<id>/record.json
+    if line:
+        sys.stderr.write(line + "\n")                         # the console, past the job's log
     return 0
 
 

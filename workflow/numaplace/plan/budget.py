@@ -113,9 +113,10 @@ class Estimate:
     def __init__(self, runs, binaries, speed=Speed()):
         self.speed = speed
         self.per_experiment = {}
+        self.per_run = {}
         runs_s = 0.0
         for r in runs:
-            s = run_seconds(r, speed)
+            s = self.per_run[r.run_id] = run_seconds(r, speed)
             runs_s += s
             for e in r.experiments:
                 self.per_experiment[e] = self.per_experiment.get(e, 0.0) + s

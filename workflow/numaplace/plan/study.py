@@ -301,7 +301,8 @@ class Study:
         (path.parent / PLAN_ESTIMATE).write_text(json.dumps(
             {"runs": len(self.runs), "runs_s": est.total - est.builds, "builds_s": est.builds,
              "builds": [self.build_record(*b) for b in self.builds_to_do()],
-             "speed": self.speed._asdict(), "per_experiment_s": est.per_experiment}, indent=1))
+             "speed": self.speed._asdict(), "per_experiment_s": est.per_experiment,
+             "per_run_s": {k: round(v, 2) for k, v in est.per_run.items()}}, indent=1))
 
     def plan_summary(self):
         """What `numaplace plan` and the workflow's first lines say: runs per experiment,

@@ -1,0 +1,27 @@
+"""Progress a person can read, after each measured run: runs recorded of the plan's, and
+the machine time the plan estimated for the runs still without a record."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from numaplace.core.text import counted
+
+
+def progress_line(results_dir, just_done=None):
+    """'numaplace: 12 of 45 runs recorded (cg.B...r2: ok); about 6 min of runs left', from
+    results/<study>/estimate.json (written with the plan) and the records on disk; None
+    when there is no estimate to read (a run outside a workflow)."""
+    from numaplace.plan.budget import format_duration
+    from numaplace.plan.study import PLAN_ESTIMATE
+    results_dir = Path(results_dir)
+    try:
+        per_run = json.loads((results_dir / PLAN_ESTIMATE).read_text())["per_run_s"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    runs = results_dir / "runs"
+    left = [s for rid, s in per_run.items() if not os.path.exists(runs / rid / "record.json")]
+    done = f" ({just_done['run_id']}: {just_done['status']})" if just_done else ""
+    tail = f"; about {format_duration(sum(left))} of runs left" if left else ""
+    return f"numaplace: {len(per_run) - len(left)} of {counted(len(per_run), 'run')} recorded{done}{tail}"
