@@ -139,15 +139,29 @@ def test_only_builds_not_done_yet_are_counted(tmp_path, monkeypatch):
 
 
 def test_budget_steps_down_a_class_whose_pages_a_node_cannot_hold(tmp_path):
-    """With a budget numaplace chooses the classes: however long the budget, a class whose
-    serial-init pages (all on the master's node) exceed that node's memory steps down, and
-    the plan says which run would have spilled where."""
-    st = Study({**SERIAL_INIT_C, "budget": "100 h"}, "m.yaml", small_platform(tmp_path))
-    assert {r.cls for r in st.runs} == {"B"}
+    """With a budget numaplace chooses the classes: however long the budget, a kernel whose
+    serial-init pages (all on the master's node) exceed that node's memory steps down,
+    the plan says which run would have spilled where, and a kernel that fits keeps its
+    class (cg.C's 891 MiB fit the 2048 MiB node; mg.C's 3480 do not)."""
+    st = Study({**SERIAL_INIT_C, "benchmarks": ["cg", "mg"], "budget": "100 h"}, "m.yaml", small_platform(tmp_path))
+    assert {(r.bench, r.cls) for r in st.runs} == {("cg", "C"), ("mg", "B")}
     (note,) = st.budget_notes
-    assert ("dropped: class C -> B (mg.C serial-init: 3480 MiB of pages meant for node 0, which has 2048 MiB "
-            "in all: it would spill)") in note
+    assert ("dropped: class C -> B for mg (mg.C serial-init: 3480 MiB of pages meant for node 0, which has "
+            "2048 MiB in all: it would spill)") in note
     assert not budget.memory_warnings(st.runs, st.topology)      # mg.B's 435 MiB fit
+    assert "  classes: cg C, mg B" in st.plan_summary()
+
+
+def test_free_memory_is_read_once_per_study_so_the_plan_stays(tmp_path, monkeypatch):
+    """MemFree moves with the page cache: the classes a budget chose on this machine must
+    not change when Snakemake or a cluster job reads the study again."""
+    from types import SimpleNamespace
+    auto = SimpleNamespace(name="auto")
+    (tmp_path / budget.SPEED_FILE).write_text('{"host": "%s", "memory": 1, "cpu": 1}' % __import__("os").uname().nodename)
+    monkeypatch.setattr(budget, "free_mb", lambda topo: {0: 4000})
+    assert budget.kept_free_mb(auto, tmp_path) == {0: 4000}
+    monkeypatch.setattr(budget, "free_mb", lambda topo: {0: 3000})
+    assert budget.kept_free_mb(auto, tmp_path) == {0: 4000}
 
 
 def test_summary_puts_the_measured_time_from_the_first_build_beside_the_estimate(tmp_path):
@@ -183,3 +197,27 @@ def test_progress_says_runs_recorded_and_the_estimated_time_left(tmp_path):
         (tmp_path / "runs" / rid).mkdir()
         (tmp_path / "runs" / rid / "record.json").write_text("{}")
     assert progress_line(tmp_path) == "numaplace: 3 of 3 runs recorded"
+
+
+def test_numaplace_run_prints_progress_to_the_console(tmp_path, monkeypatch, capsys):
+    """The measure rule's stdout goes to the job's log: the progress line goes to stderr."""
+    import json
+    from numaplace import cli
+    from numaplace.run import runner
+    res = tmp_path / "results" / "s"
+    record = res / "runs" / "a.r1" / "record.json"
+    (res / "estimate.json").parent.mkdir(parents=True)
+    (res / "estimate.json").write_text(json.dumps({"per_run_s": {"a.r1": 30.0, "b.r1": 120.0}}))
+
+    def fake(spec, binary, record_path, window=None, held=None):
+        Path(record_path).parent.mkdir(parents=True)
+        Path(record_path).write_text("{}")
+        return {"run_id": "a.r1", "status": "ok", "reason": None}
+    monkeypatch.setattr(runner, "execute", fake)
+    spec = {"run_id": "a.r1", "run": {"idle_check": "off"}, "placement": {"cpus": "0"}}
+    assert cli.main(["run", "--spec", json.dumps(spec), "--binary", "/bin/true", "--record", str(record)]) == 0
+    out = capsys.readouterr()
+    assert out.out == "a.r1: ok\n"
+    assert out.err == "numaplace: 1 of 2 runs recorded (a.r1: ok); about 2 min of runs left\n"
+    # a record outside results/<study>/runs/: no progress, no error
+    assert cli.main(["run", "--spec", json.dumps(spec), "--binary", "/bin/true", "--record", str(tmp_path / "x" / "r.json")]) == 0

@@ -122,18 +122,21 @@ def test_a_changed_bundled_kernel_gets_a_new_build_key(repo, tmp_path, monkeypat
     rebuilt instead of the previous binary being reused; NASA's source leaves npb/src out."""
     from numaplace.kinds import kind
     from numaplace.plan.study import load_study_file
-    study = load_study_file(repo / "config" / "studies" / "quick.yaml", repo / "config")
+
+    def key(**npb):        # a study read anew: one study keeps its key (Snakemake asks per run)
+        study = load_study_file(repo / "config" / "studies" / "quick.yaml", repo / "config")
+        study.config["npb"] = {**study.npb, **npb}
+        return study.build_key()
     tree = tmp_path / "src"
     shutil.copytree(kind("cg").source_dir, tree)
     monkeypatch.setattr(type(kind("cg")), "source_dir", tree)
-    before = study.build_key()
+    before = key()
     (tree / "CG" / "Makefile").write_text((tree / "CG" / "Makefile").read_text() + "\n# changed\n")
-    after = study.build_key()
+    after = key()
     assert after != before
     (tree / "CG" / "build.B.parallel").mkdir()          # build products are not source
     (tree / "CG" / "build.B.parallel" / "cg.o").write_bytes(b"\0")
-    assert study.build_key() == after
-    study.config["npb"] = {**study.npb, "source": "/nasa/NPB3.4.2.tar.gz"}
-    official = study.build_key()
+    assert key() == after
+    official = key(source="/nasa/NPB3.4.2.tar.gz")
     (tree / "CG" / "Makefile").write_text("# npb/src is not what an official build uses\n")
-    assert study.build_key() == official
+    assert key(source="/nasa/NPB3.4.2.tar.gz") == official

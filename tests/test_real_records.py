@@ -191,7 +191,8 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
     assert slow["time_std_s"] == pytest.approx((0.0875 / 3) ** 0.5)          # sample std
     assert slow["time_cv"] == pytest.approx((0.0875 / 3) ** 0.5 / 6.075)
     assert slow["mops_median"] == pytest.approx(SLOW_MOPS)
-    assert pd.isna(slow["time_median_lo_s"]) and pd.isna(slow["time_median_hi_s"])   # 4 runs: no 95 % interval
+    # 4 runs: no pair of order statistics holds the median with 95 %: min-max, with its 87.5 %
+    assert (slow["time_median_lo_s"], slow["time_median_hi_s"], slow["time_median_level"]) == (5.9, 6.3, 0.875)
     mid = s.loc["mid"]
     assert (mid["n_records"], mid["n"], mid["n_failed"], mid["failed_statuses"]) == (2, 1, 1, "failed:1")
     assert mid["time_median_s"] == 5.0 and pd.isna(mid["time_std_s"]) and pd.isna(mid["time_cv"])
@@ -217,3 +218,22 @@ def test_the_best_is_tested_against_the_runner_up_and_the_answer_asks_for_repeti
     (line,) = kernel_lines(t["best_worst"], None, t["runs"])
     assert (f"; runner-up placement near (4.15 s): not told apart from the best (p={row['runner_up_mwu_p']:.2g}; "
             f"about {row['runner_up_reps_needed']} repetitions each would tell)") in line
+
+
+def test_repetitions_are_asked_for_only_where_the_runs_could_not_tell(tmp_path, template):
+    """Overlapping ranges with a Mann-Whitney p below 0.05 (10 vs 10) are told apart by the
+    test: no repetitions asked for. Close placements with 4 runs each are not: the answer
+    says how many each would need, more than they have."""
+    from numaplace.report.answer import kernel_lines
+    fast = [4.0, 4.1, 4.2, 4.3, 4.4, 4.5, 4.6, 4.7, 4.8, 5.3]
+    write_group(tmp_path / "a", template, "fast", "placement fast", fast)
+    write_group(tmp_path / "a", template, "slow", "placement slow", [5.0, 5.1, 5.2, 5.4, 5.5, 5.6, 5.7, 5.8, 5.9, 6.0])
+    row, t = best_worst(tmp_path / "a")
+    assert row["differs"] == "no" and row["mwu_p"] < 0.05 and pd.isna(row["reps_needed"])
+    assert "would tell" not in kernel_lines(t["best_worst"], None, t["runs"])[0]
+    write_group(tmp_path / "b", template, "fast", "placement fast", [4.0, 4.1, 4.2, 4.15])
+    write_group(tmp_path / "b", template, "near", "placement near", [4.1, 4.2, 4.3, 4.05])
+    row, t = best_worst(tmp_path / "b")
+    assert row["differs"] == "no" and row["reps_needed"] > 4
+    assert f"within noise, Mann-Whitney p={row['mwu_p']:.2g} (about {row['reps_needed']} repetitions each would tell)" \
+        in kernel_lines(t["best_worst"], None, t["runs"])[0]

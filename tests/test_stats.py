@@ -7,7 +7,7 @@ import pytest
 from numaplace.core.stats import improvement, mann_whitney_p, summary_stats
 
 KEYS = ("time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s", "time_cv",
-        "time_median_lo_s", "time_median_hi_s")
+        "time_median_lo_s", "time_median_hi_s", "time_median_level")
 NAN = float("nan")
 
 
@@ -27,19 +27,20 @@ def same(got, want):
 # times → min, median, mean, max, sample std (ddof=1), CV; stdev by hand:
 # [10, 10, 30]: mean 50/3, squares 2·(20/3)² + (40/3)² = 2400/9, /2 → √(1200/9) = 11.547
 @pytest.mark.parametrize("times, want", [
-    # (below 6 times no two order statistics hold the median with 95 %: no interval)
-    ([10, 10, 30], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3), NAN, NAN)),
-    ([30, 10, None, 10], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3), NAN, NAN)),
-    ([0.5, 0.7], (0.5, 0.6, 0.6, 0.7, math.sqrt(0.02), math.sqrt(0.02) / 0.6, NAN, NAN)),   # mean below 1
-    ([4.0, 6.0], (4, 5, 5, 6, math.sqrt(2), math.sqrt(2) / 5, NAN, NAN)),                  # two runs
-    ([7.25], (7.25, 7.25, 7.25, 7.25, NAN, NAN, NAN, NAN)),                                # one run: no spread
-    ([0.0, 0.0, 0.0], (0, 0, 0, 0, 0.0, NAN, NAN, NAN)),                                   # CV undefined at mean 0
-    ([], (NAN,) * 8),
-    ([None, None], (NAN,) * 8),
+    # the median's interval: below 6 times no two order statistics hold it with 95 %: min-max
+    # with the coverage it has, 1 - 2^(1-n) (3 runs: 75 %); none below 2 times
+    ([10, 10, 30], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3), 10, 30, 0.75)),
+    ([30, 10, None, 10], (10, 10, 50 / 3, 30, math.sqrt(1200 / 9), math.sqrt(1200 / 9) / (50 / 3), 10, 30, 0.75)),
+    ([0.5, 0.7], (0.5, 0.6, 0.6, 0.7, math.sqrt(0.02), math.sqrt(0.02) / 0.6, 0.5, 0.7, 0.5)),   # mean below 1
+    ([4.0, 6.0], (4, 5, 5, 6, math.sqrt(2), math.sqrt(2) / 5, 4, 6, 0.5)),                  # two runs
+    ([7.25], (7.25, 7.25, 7.25, 7.25, NAN, NAN, NAN, NAN, NAN)),                           # one run: no spread
+    ([0.0, 0.0, 0.0], (0, 0, 0, 0, 0.0, NAN, 0, 0, 0.75)),                                 # CV undefined at mean 0
+    ([], (NAN,) * 9),
+    ([None, None], (NAN,) * 9),
     # 7 times: [x(1), x(7)] covers the median with 1 - 2/2^7 = 98 %, [x(2), x(6)] only 88 %
-    ([7, 1, 6, 2, 5, 3, 4], (1, 4, 4, 7, math.sqrt(28 / 6), math.sqrt(28 / 6) / 4, 1, 7)),
+    ([7, 1, 6, 2, 5, 3, 4], (1, 4, 4, 7, math.sqrt(28 / 6), math.sqrt(28 / 6) / 4, 1, 7, 0.95)),
     # 10 times: [x(2), x(9)] covers 1 - 2·11/1024 = 97.9 %, [x(3), x(8)] 89 %
-    (list(range(10, 0, -1)), (1, 5.5, 5.5, 10, math.sqrt(110 / 12), math.sqrt(110 / 12) / 5.5, 2, 9)),
+    (list(range(10, 0, -1)), (1, 5.5, 5.5, 10, math.sqrt(110 / 12), math.sqrt(110 / 12) / 5.5, 2, 9, 0.95)),
 ], ids=["median<mean", "unordered+missing", "sub-unit", "two-runs", "one-run", "all-zero", "empty", "all-missing",
         "seven", "ten"])
 def test_summary_stats(times, want):

@@ -188,7 +188,8 @@ def _run(a):
         return 1
     print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
     from numaplace.run.progress import progress_line
-    line = progress_line(Path(a.record).parents[2], rec)      # results/<study>/runs/<id>/record.json
+    record = Path(a.record).absolute()                      # results/<study>/runs/<id>/record.json
+    line = progress_line(record.parents[2], rec) if record.parent.parent.name == "runs" else None
     if line:
         sys.stderr.write(line + "\n")                         # the console, past the job's log
     return 0

@@ -9,7 +9,9 @@ localrules:
 
 rule plan_table:
     output:
-        PLAN,
+        plan=PLAN,
+        estimate=f"{RESULTS}/{PLAN_ESTIMATE}",
+        not_applicable=f"{RESULTS}/{NOT_APPLICABLE}",
     params:
         digest=lambda wc: STUDY.plan_digest(),
     log:
@@ -17,10 +19,14 @@ rule plan_table:
     conda:
         ENV
     run:
-        STUDY.write_plan(output[0])
+        STUDY.write_plan(output.plan)
 
 
 rule npb_build:
+    input:
+        # the plan (and its estimate of the builds to do) before anything is built; ancient: a
+        # plan written again (an experiment added) never makes a binary be built again
+        ancient(PLAN),
     output:
         f"{BUILD_DIR}/{{variant}}/bin/{{bench}}.{{cls}}.build.json",
     log:

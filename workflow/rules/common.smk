@@ -8,7 +8,7 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.cluster import resources as cluster
-from numaplace.core.artifacts import ANSWER_FILE
+from numaplace.core.artifacts import ANSWER_FILE, NOT_APPLICABLE, PLAN_ESTIMATE
 from numaplace.plan.frozen import changed_note, freeze, read_study
 from numaplace.machine.guard import hold_study
 from numaplace.kinds import figure_titles, table_captions, wildcard_constraints

@@ -13,6 +13,7 @@ is an estimate: the summary puts the real time beside it.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple
 
 from numaplace.kinds import kind
@@ -67,7 +68,6 @@ def machine_speed(results_dir):
     each Snakemake invocation, cluster jobs) plans it alike."""
     import json
     import os
-    from pathlib import Path
     f = Path(results_dir) / SPEED_FILE
     try:
         kept = json.loads(f.read_text())
@@ -160,13 +160,38 @@ class Spill(NamedTuple):
                 f"{self.node}, which has {self.free_mb} MiB {'free' if self.measured else 'in all'}")
 
 
-def memory_spills(runs, topo):
+def kept_free_mb(topo, results_dir):
+    """free_mb, measured once per study on this machine and kept in results/<study>/
+    speed.json beside its speed (free memory moves with the page cache: a plan read again
+    must choose the same classes); a platform file's memory_mb as it is."""
+    import json
+    import os
+    if topo.name != "auto":
+        return free_mb(topo)
+    f = Path(results_dir) / SPEED_FILE
+    try:
+        kept = json.loads(f.read_text())
+        if kept.get("host") == os.uname().nodename and isinstance(kept.get("free_mb"), dict):
+            return {int(n): int(mb) for n, mb in kept["free_mb"].items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        kept = None
+    free = free_mb(topo)
+    if isinstance(kept, dict) and kept.get("host") == os.uname().nodename:
+        try:
+            f.write_text(json.dumps({**kept, "free_mb": {str(n): mb for n, mb in free.items()}}))
+        except OSError:
+            pass                # a read-only checkout plans all the same
+    return free
+
+
+def memory_spills(runs, topo, free_by_node=None):
     """Runs whose pages cannot all fit where they are meant to go, one Spill per (kind,
     class, variant, node): a serial-init run puts its whole working set on the master's
     node, a membind run on its nodes, a first-touch run a share on each of its threads'
-    nodes."""
+    nodes. free_by_node: MiB per node (default free_mb now)."""
     out, seen = [], set()
-    free_by_node = free_mb(topo)                          # read once, not per run
+    if free_by_node is None:
+        free_by_node = free_mb(topo)                      # read once, not per run
     for r in runs:
         ws = kind(r.bench).working_set_mb(r.cls)
         if ws is None:

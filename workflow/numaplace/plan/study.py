@@ -15,6 +15,7 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.core import limits
+from numaplace.core.artifacts import NOT_APPLICABLE, PLAN_ESTIMATE
 from numaplace.plan.sources import bundled_digest, check_source
 from numaplace.kinds import KINDS, kind
 from numaplace.plan.checks import check_figures, check_study
@@ -109,6 +110,7 @@ class Study:
         self.config_dir = Path(config_dir)
         self.topology = self._topology()
         check_study(self.config, self.topology, self.where)
+        self.class_of = {}                # (kernel, class asked for) -> class a budget chose
         self.runs = self._expand()
         self.budget_notes = []
         if self.config.get("budget") is not None:
@@ -150,7 +152,7 @@ class Study:
             check_memory_experiment(exp, benches, classes, placements, self.where, entry)
             kind(benches[0]).check_args(args, benches, placements, self.topology, c, self.where, entry)
             for bench in benches:
-                for cls in classes:
+                for cls in dict.fromkeys(self.class_of.get((bench, c), c) for c in classes):
                     for variant in setting("variants", c, exp):
                         for p in placements:
                             for rep in range(1, reps + 1):
@@ -178,36 +180,40 @@ class Study:
         return budget.Estimate(self.runs, self.builds_to_do(), self.speed)
 
     def _fit_budget(self):
-        """Step NPB classes down (C -> B -> A) while a class's pages do not fit the node they
-        are meant for (free memory per node, per class: a serial-init run puts its whole
-        working set on one node) or the estimate is above the study's budget; then
-        repetitions (to 3). Each step is said in budget_notes."""
+        """Step NPB classes down (C -> B -> A), per kernel, while a kernel's pages do not fit
+        the node they are meant for (free memory per node and class, kept per study: a
+        serial-init run puts its whole working set on one node), then every kernel's
+        largest class while the estimate is above the study's budget, then repetitions (to
+        3). Each step is said in budget_notes."""
         import copy
         text = self.config["budget"]
         limit = budget.parse_minutes(text) * 60
         first = self.estimate().total
+        free = budget.kept_free_mb(self.topology, Path("results") / self.name)
         steps = []
         while True:
-            spills = [s for s in budget.memory_spills(self.runs, self.topology)
+            spills = [s for s in budget.memory_spills(self.runs, self.topology, free)
                       if kind(s.bench).class_steps and budget.step_down([s.cls])]
             if not spills and self.estimate().total <= limit:
                 break
-            c = self.config = copy.deepcopy(self.config)
-            exps = c["experiments"]
-            if spills:
+            if spills:                          # the kernel whose pages do not fit
                 worst = max(spills, key=lambda s: budget.CLASS_ORDER.index(s.cls))
-                step, why = budget.step_down([worst.cls]), f" ({worst}: it would spill)"
-            else:
-                step, why = budget.step_down([k for e in exps for k in setting("classes", c, e)
-                                              if any(kind(b).class_steps for b in setting("benchmarks", c, e))]), ""
+                step, benches = budget.step_down([worst.cls]), [worst.bench]
+                why = f" for {worst.bench} ({worst}: it would spill)"
+            else:                               # time: every kernel's largest class
+                step = budget.step_down([r.cls for r in self.runs if kind(r.bench).class_steps])
+                benches, why = sorted({r.bench for r in self.runs if kind(r.bench).class_steps}), ""
             if step:
-                for holder in [c] + exps:
-                    if "classes" in holder:
-                        holder["classes"] = list(dict.fromkeys(step.get(k, k) for k in holder["classes"]))
-                if "classes" not in c:
-                    c["classes"] = [step.get(k, k) for k in setting("classes", c)]
-                steps.append(", ".join(f"class {a} -> {b}" for a, b in step.items()) + why)
+                (old, new), = step.items()
+                for bench in benches:
+                    for key, cls in list(self.class_of.items()):     # C -> B, then B -> A: C -> A
+                        if key[0] == bench and cls == old:
+                            self.class_of[key] = new
+                    self.class_of[(bench, old)] = new
+                steps.append(f"class {old} -> {new}{why}")
             else:
+                c = self.config = copy.deepcopy(self.config)
+                exps = c["experiments"]
                 reps = {e["name"]: setting("repetitions", c, e) for e in exps}
                 if max(reps.values()) <= 3:
                     raise ConfigError(self.where, "budget", f"{text}: even class A with at most 3 repetitions is "
@@ -231,11 +237,14 @@ class Study:
         return self.config.get("npb", {})
 
     def build_key(self):
-        """Short hash of everything that changes the binaries (source, bundled trees' contents, flags)."""
-        n = self.npb
-        key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
-        key["bundled"] = bundled_digest(n)
-        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+        """Short hash of everything that changes the binaries (source, bundled trees' contents,
+        flags); computed once (it hashes the bundled trees; Snakemake asks per run)."""
+        if "_build_key" not in self.__dict__:
+            n = self.npb
+            key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
+            key["bundled"] = bundled_digest(n)
+            self._build_key = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+        return self._build_key
 
     def binaries(self):
         return sorted({(r.bench, r.cls, r.variant) for r in self.runs})
@@ -300,7 +309,7 @@ class Study:
         est = self.estimate()
         (path.parent / PLAN_ESTIMATE).write_text(json.dumps(
             {"runs": len(self.runs), "runs_s": est.total - est.builds, "builds_s": est.builds,
-             "builds": [self.build_record(*b) for b in self.builds_to_do()],
+             "builds": [str(Path(self.build_record(*b)).resolve()) for b in self.builds_to_do()],
              "speed": self.speed._asdict(), "per_experiment_s": est.per_experiment,
              "per_run_s": {k: round(v, 2) for k, v in est.per_run.items()}}, indent=1))
 
@@ -337,8 +346,6 @@ class Study:
         return lines
 
 
-NOT_APPLICABLE = "not_applicable.txt"      # beside plan.tsv
-PLAN_ESTIMATE = "estimate.json"            # beside plan.tsv: the machine time the plan said
 
 
 def load_study_file(path, config_dir="config"):

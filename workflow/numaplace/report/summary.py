@@ -362,7 +362,7 @@ def study_answer(tables, results_dir):
     import json
     from numaplace.report.answer import answer_lines
     from numaplace.record.store import iter_records
-    from numaplace.plan.study import NOT_APPLICABLE, PLAN_ESTIMATE
+    from numaplace.core.artifacts import NOT_APPLICABLE, PLAN_ESTIMATE
     results_dir = Path(results_dir)
     topology = next((r.get("topology") for r in iter_records(results_dir) if r.get("topology")), None)
     na = results_dir / NOT_APPLICABLE
@@ -378,7 +378,8 @@ def study_answer(tables, results_dir):
         if start.notna().any() and end.notna().any():
             from numaplace.plan.budget import format_duration
             # the builds the plan counted, where they ran before the first run
-            built = [pd.Timestamp(b["started"]) for b in map(_read_json, e.get("builds", [])) if b.get("started")]
+            built = pd.to_datetime([b.get("started") for b in map(_read_json, e.get("builds", []))],
+                                   errors="coerce", utc=True).dropna().tolist()
             first = min([start.min()] + built)
             span = (end.max() - first).total_seconds()
             estimate_line = (f"machine time: estimated {format_duration(e['runs_s'] + e.get('builds_s', 0))} "

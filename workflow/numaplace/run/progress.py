@@ -14,14 +14,19 @@ def progress_line(results_dir, just_done=None):
     results/<study>/estimate.json (written with the plan) and the records on disk; None
     when there is no estimate to read (a run outside a workflow)."""
     from numaplace.plan.budget import format_duration
-    from numaplace.plan.study import PLAN_ESTIMATE
+    from numaplace.core.artifacts import PLAN_ESTIMATE
     results_dir = Path(results_dir)
     try:
         per_run = json.loads((results_dir / PLAN_ESTIMATE).read_text())["per_run_s"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     runs = results_dir / "runs"
-    left = [s for rid, s in per_run.items() if not os.path.exists(runs / rid / "record.json")]
+    try:
+        started = set(os.listdir(runs))      # one listing; a record is looked for only where a run began
+    except OSError:
+        started = set()
+    left = [s for rid, s in per_run.items()
+            if rid not in started or not os.path.exists(runs / rid / "record.json")]
     done = f" ({just_done['run_id']}: {just_done['status']})" if just_done else ""
     tail = f"; about {format_duration(sum(left))} of runs left" if left else ""
     return f"numaplace: {len(per_run) - len(left)} of {counted(len(per_run), 'run')} recorded{done}{tail}"

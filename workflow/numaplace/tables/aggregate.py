@@ -44,7 +44,7 @@ from numaplace.run.capture import NUMASTAT_COUNTERS
 from numaplace.judge.fidelity import footprint_basis, judge, thresholds_of
 from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import Record, iter_records
-from numaplace.core.stats import improvement, mann_whitney_p, repetitions_needed, summary_stats
+from numaplace.core.stats import ALPHA, improvement, mann_whitney_p, repetitions_needed, summary_stats
 from numaplace.kinds import groups, table_captions
 from numaplace.machine.system import REPORTED
 
@@ -255,7 +255,7 @@ def summary_table(runs, plan=None):
     cols = GROUP_KEYS + PLACEMENT_COLUMNS + [
         "n_planned", "n_missing", "n_records", "n", "n_failed", "failed_statuses", "n_set_aside",
         "n_drift", "time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s",
-        "time_cv", "time_median_lo_s", "time_median_hi_s", "mops_median"]
+        "time_cv", "time_median_lo_s", "time_median_hi_s", "time_median_level", "mops_median"]
     df = pd.DataFrame(out, columns=cols)
     for c in ("threads", "n_planned", "n_missing", "n_records", "n", "n_failed", "n_set_aside", "n_drift"):
         df[c] = df[c].astype("Int64")
@@ -298,16 +298,17 @@ def best_worst_table(summary, runs):
             row["ranges_overlap"] = overlap
             row["differs"] = "unknown" if min(len(bt), len(wt)) < 2 else ("no" if overlap else "yes")
             row["mwu_p"] = mann_whitney_p(bt, wt) if min(len(bt), len(wt)) >= 3 else np.nan
-            row["reps_needed"] = repetitions_needed(bt, wt) if row["differs"] != "yes" else pd.NA
+            row["reps_needed"] = _more_needed(bt, wt, row["differs"] == "yes" or row["mwu_p"] < ALPHA)
         # the runner-up: is the best placement told apart from the next one, or only from the worst?
         ranked = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True])
         second = ranked.iloc[1] if len(ranked) > 2 else None
         st = ok_times.get(tuple(second[k] for k in GROUP_KEYS), []) if second is not None else []
+        p_second = mann_whitney_p(bt, st) if min(len(bt), len(st)) >= 3 else np.nan
         row.update(runner_up_placement=None if second is None else second["placement"],
                    runner_up_placement_id=None if second is None else second["placement_id"],
                    runner_up_median_s=np.nan if second is None else second["time_median_s"],
-                   runner_up_mwu_p=mann_whitney_p(bt, st) if min(len(bt), len(st)) >= 3 else np.nan,
-                   runner_up_reps_needed=repetitions_needed(bt, st) if second is not None else None)
+                   runner_up_mwu_p=p_second,
+                   runner_up_reps_needed=pd.NA if second is None else _more_needed(bt, st, p_second < ALPHA))
         row["rests_on_drift"] = bool(best["n_drift"] or worst["n_drift"])
         out.append(row)
     cols = CASE_KEYS + ["n_placements", "n_placements_planned"] + [
@@ -320,6 +321,16 @@ def best_worst_table(summary, runs):
     for c in ("threads", "reps_needed", "runner_up_reps_needed"):
         df[c] = df[c].astype("Int64")
     return df
+
+
+def _more_needed(a, b, told_apart):
+    """The repetitions per placement that would tell a from b, when these runs did not and
+    more than they have would be needed (else NA: a p-value above 0.05 at the size the
+    estimate asks for is chance, not a reason to ask for fewer)."""
+    if told_apart:
+        return pd.NA
+    n = repetitions_needed(a, b)
+    return n if n is not None and n > min(len(a), len(b)) else pd.NA
 
 
 def _case_cols(r):
