@@ -208,7 +208,7 @@ def test_thresholds_rejudge_without_rerunning_and_a_forced_rerun_keeps_the_recor
     (wf / "s.yaml").write_text(yaml.safe_dump({**JUDGED, "fidelity": {"memory_min_bytes": 10**12}}))
     plan = snakemake(wf, "--configfile", "s.yaml", "-n").out
     jobs = job_stats(plan)
-    assert "measure" not in jobs and "npb_build" not in jobs and "aggregate_tables" in jobs, plan[-3000:]
+    assert "measure" not in jobs and "npb_build" not in jobs and "make_report" in jobs, plan[-3000:]
     snakemake(wf, "--configfile", "s.yaml")
     assert record.read_bytes() == before
     assert fidelity_in_tables() == [("cg.W.default.n0.r1", "1", "unknown")]
@@ -217,7 +217,7 @@ def test_thresholds_rejudge_without_rerunning_and_a_forced_rerun_keeps_the_recor
                                                "figures": {"dpi": 80, "max_rows": 10}}))
     plan = snakemake(wf, "--configfile", "s.yaml", "-n").out
     jobs = job_stats(plan)
-    assert "measure" not in jobs and "npb_build" not in jobs and "plot_figures" in jobs, plan[-3000:]
+    assert "measure" not in jobs and "npb_build" not in jobs and "make_report" in jobs, plan[-3000:]
     # a forced re-run: the earlier measurement survives as attempt 1 (without privileges
     # Snakemake's write protection refuses it first: test_faults)
     if os.geteuid() != 0:

@@ -67,6 +67,14 @@ def _parser():
     s.add_argument("--study")
     s.add_argument("--description")
     s.add_argument("--plan")
+    rp = sub.add_parser("report", help="records → tables → figures → summary.md → report.html, in one process "
+                        "(the make_report rule)")
+    for opt in ("--results", "--plan", "--tables", "--figures", "--summary", "--html"):
+        rp.add_argument(opt, required=True)
+    rp.add_argument("--fidelity", default="{}", help="JSON: the study's fidelity thresholds")
+    rp.add_argument("--settings", default="{}", help="JSON: plot settings (the study schema's figures section)")
+    rp.add_argument("--study")
+    rp.add_argument("--description")
     h = sub.add_parser("html", help="answer.txt + summary.md + figures + tables → one self-contained report.html")
     h.add_argument("--out", required=True)
     h.add_argument("--tables", required=True)
@@ -236,6 +244,10 @@ def main(argv=None):
     elif a.cmd == "summary":
         from numaplace.report.summary import write_summary
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
+    elif a.cmd == "report":
+        from numaplace.report.make import make_report
+        make_report(a.results, a.plan, a.tables, a.figures, a.summary, a.html, json.loads(a.fidelity),
+                    json.loads(a.settings), a.study, a.description)
     elif a.cmd == "html":
         from numaplace.report.html import write_html
         from numaplace.tables.aggregate import read_plan
