@@ -22,11 +22,9 @@ rule plan_table:
         STUDY.write_plan(output.plan)
 
 
+# No input: a binary is shared by every study with its build key, and a job whose input
+# another job makes is run again with it (the plan written anew would rebuild every binary).
 rule npb_build:
-    input:
-        # the plan (and its estimate of the builds to do) before anything is built; ancient: a
-        # plan written again (an experiment added) never makes a binary be built again
-        ancient(PLAN),
     output:
         f"{BUILD_DIR}/{{variant}}/bin/{{bench}}.{{cls}}.build.json",
     log:
