@@ -78,8 +78,8 @@ def test_budget_never_raises_repetitions_below_three_up_to_three():
 
 def test_budget_that_cannot_be_met_is_one_line_before_any_job():
     with pytest.raises(ConfigError) as e:
-        study(["C"], budget_="1 min")
-    assert str(e.value).startswith("b.yaml: budget: 1 min: even class A with at most 3 repetitions is estimated at ")
+        study(["C"], budget_="0.5 min")
+    assert str(e.value).startswith("b.yaml: budget: 0.5 min: even class A with at most 3 repetitions is estimated at ")
     assert "\n" not in str(e.value)
 
 
