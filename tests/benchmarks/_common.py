@@ -10,6 +10,29 @@ REPO = Path(__file__).resolve().parents[2]
 
 SCRATCH = Path(tempfile.gettempdir()) / "numaplace-bench"
 
+# what a user checks out and Snakemake reads (the kernels' sources only where a run builds)
+PLAN_PARTS = ("Snakefile", "config", "workflow", "profiles", "envs")
+RUN_PARTS = PLAN_PARTS + ("npb", "microbench")
+
+
+def _build_products(directory, names):
+    # object folders build.<class>.<init> and binaries stay behind (not build.smk)
+    return [n for n in names if n in ("__pycache__", ".snakemake") or n.endswith(".x")
+            or (n.startswith("build.") and Path(directory, n).is_dir())]
+
+
+def copy_workflow(dest, parts=PLAN_PARTS):
+    """A private copy of the workflow in dest (build products left behind)."""
+    import shutil
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in parts:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, dest / name, ignore=_build_products)
+        else:
+            shutil.copy(REPO / name, dest / name)
+    return dest
+
 # A 4 MiB, 16-way last-level cache: class W spills to memory from it as B and C spill from
 # a real machine's L3, so its misses are the kernel's memory traffic in cache lines.
 LL_4MIB = "4194304,16,64"

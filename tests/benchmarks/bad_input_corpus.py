@@ -7,14 +7,12 @@ refused otherwise, or accepted; and the slowest wall time and largest peak RSS."
 import argparse
 import importlib.util
 import os
-import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
-from _common import REPO  # the script's folder is on sys.path
+from _common import REPO, copy_workflow  # the script's folder is on sys.path
 
 
 def _corpus():
@@ -32,9 +30,7 @@ CASES, KINDS, write_case = _cases.CASES, _cases.KINDS, _cases.write_case
 def run_case(case, timeout):
     kind, name, data, plat, entry, words = case
     with tempfile.TemporaryDirectory() as d:
-        wf = Path(d)
-        for part in ("Snakefile", "config", "workflow", "profiles", "envs"):
-            (shutil.copytree if (REPO / part).is_dir() else shutil.copy)(REPO / part, wf / part)
+        wf = copy_workflow(d)
         f, _ = write_case(wf, wf / "config", data, plat)
         out = wf / "out.txt"
         t0 = time.monotonic()

@@ -3,7 +3,6 @@
 overhead, and the effect of numa_maps sampling on NPB's own measured time."""
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import REPO, binary
+from _common import REPO, binary, copy_workflow
 
 from numaplace.plan.study import Study
 
@@ -30,9 +29,7 @@ def generated_study(runs_wanted):
 def dry_run(n, quiet=False):
     """(runs, seconds) of `snakemake -n` on a generated study of about n runs."""
     with tempfile.TemporaryDirectory() as d:
-        wf = Path(d)
-        for name in ("Snakefile", "config", "workflow", "profiles", "envs"):
-            (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, wf / name)
+        wf = copy_workflow(d)
         data = generated_study(n)
         (wf / "gen.yaml").write_text(yaml.safe_dump(data))
         runs = len(Study(data, wf / "gen.yaml", wf / "config").runs)

@@ -14,10 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO
-
-sys.path.insert(0, str(REPO / "tests"))
-from conftest import copy_workflow  # noqa: E402
+from _common import RUN_PARTS, copy_workflow  # the script's folder is on sys.path
 
 STUDY = "config/studies/quick.yaml"
 TARGET_S = 5.0
@@ -62,7 +59,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        wf = copy_workflow(REPO, Path(d) / "wf")
+        wf = copy_workflow(Path(d) / "wf", RUN_PARTS)
         first = snakemake(wf)
         print(f"quick study, first run (builds, {STUDY}): {first:.1f} s")
         whole = [snakemake(wf, "--forcerun", "make_report") for _ in range(a.repeat)]
