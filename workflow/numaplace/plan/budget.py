@@ -66,28 +66,45 @@ class Speed(NamedTuple):
 SPEED_FILE = "speed.json"           # results/<study>/: this machine's measured speed, kept
 
 
-def machine_speed(results_dir):
-    """This machine's Speed, measured once per study and kept in
-    results/<study>/speed.json, so that every process that plans the study (numaplace plan,
-    each Snakemake invocation, cluster jobs) plans it alike."""
+def _kept(results_dir):
+    """What results/<study>/speed.json keeps of this host ({} when nothing, or another
+    host's: a study planned on a login node and measured on a compute node)."""
+    import json
+    import os
+    try:
+        kept = json.loads((Path(results_dir) / SPEED_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) and kept.get("host") == os.uname().nodename else {}
+
+
+def _keep(results_dir, **measured):
+    """Add what was measured on this host to speed.json (a read-only checkout plans all the
+    same, measuring again)."""
     import json
     import os
     f = Path(results_dir) / SPEED_FILE
     try:
-        kept = json.loads(f.read_text())
-        if kept.get("host") == os.uname().nodename and kept["memory"] > 0 and kept["cpu"] > 0:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps({**_kept(results_dir), "host": os.uname().nodename, **measured}))
+    except OSError:
+        pass
+
+
+def machine_speed(results_dir):
+    """This machine's Speed, measured once per study and kept in
+    results/<study>/speed.json, so that every process that plans the study (numaplace plan,
+    each Snakemake invocation, cluster jobs) plans it alike."""
+    kept = _kept(results_dir)
+    try:
+        if kept["memory"] > 0 and kept["cpu"] > 0:
             return Speed(float(kept["memory"]), float(kept["cpu"]))
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+    except (KeyError, TypeError):
         pass
     read_gbs, start_s = read_bandwidth(), start_seconds()
     speed = Speed(read_gbs / REF_READ_GBS, REF_START_S / start_s)
-    try:
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps({"host": os.uname().nodename, **speed._asdict(),
-                                 "read_gbs": read_gbs, "reference_read_gbs": REF_READ_GBS,
-                                 "start_s": start_s, "reference_start_s": REF_START_S}))
-    except OSError:
-        pass                    # a read-only checkout plans all the same
+    _keep(results_dir, **speed._asdict(), read_gbs=read_gbs, reference_read_gbs=REF_READ_GBS,
+          start_s=start_s, reference_start_s=REF_START_S)
     return speed
 
 
@@ -168,23 +185,13 @@ def kept_free_mb(topo, results_dir):
     """free_mb, measured once per study on this machine and kept in results/<study>/
     speed.json beside its speed (free memory moves with the page cache: a plan read again
     must choose the same classes); a platform file's memory_mb as it is."""
-    import json
-    import os
     if topo.name != "auto":
         return free_mb(topo)
-    f = Path(results_dir) / SPEED_FILE
-    try:
-        kept = json.loads(f.read_text())
-        if kept.get("host") == os.uname().nodename and isinstance(kept.get("free_mb"), dict):
-            return {int(n): int(mb) for n, mb in kept["free_mb"].items()}
-    except (OSError, ValueError, AttributeError, TypeError):
-        kept = None
+    kept = _kept(results_dir).get("free_mb")
+    if isinstance(kept, dict):
+        return {int(n): int(mb) for n, mb in kept.items()}
     free = free_mb(topo)
-    if isinstance(kept, dict) and kept.get("host") == os.uname().nodename:
-        try:
-            f.write_text(json.dumps({**kept, "free_mb": {str(n): mb for n, mb in free.items()}}))
-        except OSError:
-            pass                # a read-only checkout plans all the same
+    _keep(results_dir, free_mb={str(n): mb for n, mb in free.items()})
     return free
 
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from numaplace import ConfigError
@@ -167,14 +167,12 @@ class Study:
         return list(runs.values())
 
     # -- what it costs --------------------------------------------------------------
-    @property
+    @cached_property
     def speed(self):
         """This machine's budget.Speed against the reference machine's, for the estimate;
         the reference's own for a named platform (planned elsewhere: nothing to measure)."""
-        if "_speed" not in self.__dict__:
-            self._speed = (budget.machine_speed(Path("results") / self.name)
-                           if setting("platform", self.config) == "auto" else budget.Speed())
-        return self._speed
+        return (budget.machine_speed(Path("results") / self.name)
+                if setting("platform", self.config) == "auto" else budget.Speed())
 
     def estimate(self):
         return budget.Estimate(self.runs, self.builds_to_do(), self.speed)
@@ -239,12 +237,14 @@ class Study:
     def build_key(self):
         """Short hash of everything that changes the binaries (source, bundled trees' contents,
         flags); computed once (it hashes the bundled trees; Snakemake asks per run)."""
-        if "_build_key" not in self.__dict__:
-            n = self.npb
-            key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
-            key["bundled"] = bundled_digest(n)
-            self._build_key = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
         return self._build_key
+
+    @cached_property
+    def _build_key(self):
+        n = self.npb
+        key = {k: n.get(k) for k in ("source", "sha256", "fc", "fflags", "flinkflags", "rand")}
+        key["bundled"] = bundled_digest(n)
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
 
     def binaries(self):
         return sorted({(r.bench, r.cls, r.variant) for r in self.runs})

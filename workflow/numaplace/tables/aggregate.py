@@ -277,7 +277,8 @@ def best_worst_table(summary, runs):
     measured = summary[summary["n"] > 0]
     for case, g in measured.groupby(CASE_KEYS, sort=True):
         g = g.assign(_mops=g["mops_median"].fillna(-np.inf))
-        best = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True]).iloc[0]
+        ranked = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True])
+        best = ranked.iloc[0]
         worst = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[False, True, False]).iloc[0]
         row = dict(zip(CASE_KEYS, case))
         row["n_placements"] = len(g)
@@ -300,7 +301,6 @@ def best_worst_table(summary, runs):
             row["mwu_p"] = mann_whitney_p(bt, wt) if min(len(bt), len(wt)) >= 3 else np.nan
             row["reps_needed"] = _more_needed(bt, wt, row["differs"] == "yes" or row["mwu_p"] < ALPHA)
         # the runner-up: is the best placement told apart from the next one, or only from the worst?
-        ranked = g.sort_values(["time_median_s", "_mops", "placement"], ascending=[True, False, True])
         second = ranked.iloc[1] if len(ranked) > 2 else None
         st = ok_times.get(tuple(second[k] for k in GROUP_KEYS), []) if second is not None else []
         p_second = mann_whitney_p(bt, st) if min(len(bt), len(st)) >= 3 else np.nan
