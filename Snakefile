@@ -14,7 +14,7 @@ include: "workflow/rules/common.smk"
 
 
 wildcard_constraints:
-    run=r"[A-Za-z0-9_.-]+",
+    chunk=r"r[0-9]+\.c[0-9]+",
     **KIND_WILDCARDS,  # bench, cls, variant: from numaplace.kinds' registry
 
 
@@ -26,8 +26,7 @@ include: "workflow/rules/report.smk"
 
 # Before any job (common.smk: start_of_workflow): no other workflow on this study, from
 # another checkout sharing results/; every record gets its second name (numaplace.record.store.
-# keep_records), so that one Snakemake deletes to run it again (--forcerun; as root write
-# protection does not stop it) is set aside as an attempt by the run that replaces it. At
+# keep_records), so that a record replaced by hand is still set aside as an attempt. At
 # the end: how many runs failed, which builds failed (their logs); a study whose builds
 # failed or with no successful run exits non-zero (common.smk: end_of_workflow).
 onstart:
@@ -42,14 +41,14 @@ onerror:
     end_of_workflow(completed=False)
 
 
-# RECORDS are named here although the tables need them too: Snakemake plans a missing
-# record only when it is requested itself or its consumer must run anyway, and the
-# tables of an up-to-date study need not (tests/test_slurm.py removes records so)
+# LEDGERS (one per measure job: a chunk of a round) are named here although the tables
+# need them too: Snakemake plans a missing one only when it is requested itself or its
+# consumer must run anyway, and the tables of an up-to-date study need not
 rule all:
     default_target: True
     input:
         PLAN,
-        RECORDS,
+        LEDGERS,
         SUMMARY_MD,
         REPORT_HTML,
 
@@ -66,7 +65,7 @@ rule build:
 
 rule runs:
     input:
-        RECORDS,
+        LEDGERS,
 
 
 # tables, figures and report from the records on disk: never runs or builds anything

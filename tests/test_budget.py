@@ -191,7 +191,7 @@ def test_progress_says_runs_recorded_and_the_estimated_time_left(tmp_path):
     (tmp_path / "estimate.json").write_text(json.dumps({"per_run_s": {"a.r1": 30.0, "a.r2": 30.0, "b.r1": 90.0}}))
     (tmp_path / "runs" / "a.r1").mkdir(parents=True)
     (tmp_path / "runs" / "a.r1" / "record.json").write_text("{}")
-    assert progress_line(tmp_path, {"run_id": "a.r1", "status": "ok"}) == \
+    assert progress_line(tmp_path, "a.r1: ok") == \
         "numaplace: 1 of 3 runs recorded (a.r1: ok); about 2 min of runs left"
     for rid in ("a.r2", "b.r1"):
         (tmp_path / "runs" / rid).mkdir()

@@ -148,11 +148,11 @@ def test_kill_9_of_snakemake_stops_the_benchmark_and_a_rerun_recovers(wf, who):
         os.kill(p.pid, signal.SIGKILL)                   # Snakemake alone, no chance to clean up
         p.communicate(timeout=30)
         deadline = time.monotonic() + 10
-        while (running(str(binary)) or running(f"numaplace run --spec.*results/{name}/")) \
+        while (running(str(binary)) or running(f"numaplace measure .*results/{name}")) \
                 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not running(str(binary)), "the benchmark outlived Snakemake"
-        assert not [pid for pid in running(f"numaplace run --spec.*results/{name}/")]
+        assert not [pid for pid in running(f"numaplace measure .*results/{name}")]
         assert not (rundir / "record.json").exists()
     # the next start names the one command that recovers
     again = snakemake_as(wf, who, f"{name}.yaml")
@@ -292,22 +292,21 @@ def test_full_disk_tells_the_user_why(wf, who):
         subprocess.run(["umount", str(runs)], check=True)
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="dropping privileges needs root")
-def test_forced_rerun_without_privileges_keeps_the_record(wf):
-    """Without privileges Snakemake's write protection refuses a --forcerun over a
-    finished record (as root it does not: see test_workflow); whatever it does, the
-    measurement stays."""
-    (wf / "u.yaml").write_text(yaml.safe_dump(study("u")))
-    (wf / ".home").mkdir(exist_ok=True)
-    p = start(wf, "u.yaml", unprivileged=True)
-    out, _ = p.communicate(timeout=600)
-    assert p.returncode == 0, out[-3000:]
-    record = wf / "results/u/runs/cg.S.default.c0_loc_p_ts.r1/record.json"
+def test_forced_rerun_keeps_every_record(wf, who):
+    """--forcerun of the measure jobs, as root (for whom no write protection holds) and
+    without privileges: the chunk runs again, finds every record holding its run's
+    definition and keeps it byte for byte: nothing is measured again (its ledger says
+    kept). To measure a run again: numaplace retry-failed --status ok."""
+    rundir = measured(wf, who, f"fr-{who}")
+    record = rundir / "record.json"
     first = record.read_bytes()
-    p = start(wf, "u.yaml", "--forcerun", "measure", unprivileged=True)
-    out, _ = p.communicate(timeout=600)
-    assert p.returncode != 0 and "protected" in out.lower(), out[-3000:]
-    assert record.read_bytes() == first and not list(record.parent.glob("attempts/*"))
+    assert (record.stat().st_mode & 0o222) == 0                # write-protected
+    p = snakemake_as(wf, who, f"fr-{who}.yaml", "runs", "--forcerun", "measure")
+    assert p.returncode == 0, p.out[-3000:]
+    assert "measure" in p.out, p.out[-3000:]                    # the job did run
+    assert record.read_bytes() == first and not list(rundir.glob("attempts/*"))
+    ledger = json.loads((wf / f"results/fr-{who}/rounds/r1.c1.json").read_text())
+    assert [e["outcome"] for e in ledger["runs"]] == ["kept"]
 
 
 # -- issue 30: nothing measured is lost or silently overwritten; failures are visible -----
@@ -336,19 +335,22 @@ def test_retry_of_an_unreadable_record_restores_its_intact_kept_copy(wf, who):
     assert again.returncode == 0 and record.read_bytes() == first, again.out[-3000:]
 
 
-def test_forced_rerun_of_a_record_without_kept_link_sets_it_aside(wf, who):
+def redefine(wf, name):
+    """Study `name` with another definition of its runs (a longer timeout): the same run
+    ids, measured again by the next workflow."""
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump({**study(name), "run": {"idle_check": "off", "timeout": 1800}}))
+
+
+def test_a_redefined_run_without_kept_link_sets_its_record_aside(wf, who):
     """Fault 2: a record with no record.kept.json (written before the link existed, or
-    the link removed): Snakemake's --forcerun deleted it before the run, and only its
-    capture files survived (in interrupted/). It is set aside as attempt 1. Without
-    privileges Snakemake refuses a protected record (test_forced_rerun_without_privileges_
-    keeps_the_record): the user lifts the protection, as one does to force it."""
+    the link removed), measured again because its definition changed: the old record is
+    set aside as attempt 1, whole, before the new one is written."""
     rundir = measured(wf, who, f"fk-{who}")
     record = rundir / "record.json"
     first = record.read_bytes()
     (rundir / KEPT).unlink()
-    if who != "root":
-        os.chmod(record, 0o644)
-    p = snakemake_as(wf, who, f"fk-{who}.yaml", "runs", "--forcerun", "measure")
+    redefine(wf, f"fk-{who}")
+    p = snakemake_as(wf, who, f"fk-{who}.yaml", "runs")
     assert p.returncode == 0, p.out[-3000:]
     assert (rundir / "attempts/1/record.json").read_bytes() == first
     assert json.loads(record.read_text())["status"] == "ok" and record.read_bytes() != first
@@ -366,9 +368,8 @@ def test_a_gap_in_the_attempt_numbers_never_stops_a_rerun(wf, who):
     for n in (1, 3):
         (rundir / "attempts" / str(n)).mkdir(parents=True)
         (rundir / "attempts" / str(n) / "record.json").write_bytes(first)
-    if who != "root":
-        os.chmod(record, 0o644)
-    p = snakemake_as(wf, who, f"gap-{who}.yaml", "runs", "--forcerun", "measure")
+    redefine(wf, f"gap-{who}")
+    p = snakemake_as(wf, who, f"gap-{who}.yaml", "runs")
     assert p.returncode == 0, p.out[-3000:]
     assert (rundir / "attempts/4/record.json").read_bytes() == first
     second = record.read_bytes()
@@ -512,3 +513,93 @@ def test_a_study_file_edited_while_its_study_runs_is_measured_as_it_was_read(wf,
     assert (rundir / "record.json").read_bytes() == first and not list(rundir.glob("attempts/*"))
     assert (results / "study.frozen.yaml").read_text() == yaml.safe_dump(edited)
     assert "the edited version" in (wf / f"report/{name}/report.html").read_text()
+
+
+# -- issue 29: a chunk of a round measures several runs in one job --------------------------
+
+def three_in_a_chunk(name, **more):
+    """Study `name`: three placements, one repetition: one chunk, one measure job."""
+    return {**study(name), "experiments": [{"name": "three", "placements": [{"cpus": "0"}, {"cpus": "1"},
+                                                                           {"cpus": "0-1"}]}], **more}
+
+
+def records_of(wf, name):
+    return {p.parent.name: p.read_bytes() for p in (wf / f"results/{name}/runs").glob("*/record.json")}
+
+
+@pytest.mark.parametrize("how", ["kill-9-job", "ctrl-c"])
+def test_a_chunk_stopped_midway_keeps_its_records_and_measures_only_the_rest(wf, who, how):
+    """kill -9 of the measure job (its benchmark dies with it), or Ctrl-C at the terminal
+    (SIGINT to the whole foreground group), while the second of a chunk's three runs
+    executes: the first run's record is kept byte for byte, the next workflow measures
+    only the two without a record, and the interrupted one's files are set aside."""
+    name = f"cs-{how}-{who}"
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump(three_in_a_chunk(name)))
+    binary, real = slow_binary(wf, 4, name)
+    runs = wf / f"results/{name}/runs"
+    try:
+        p = start(wf, f"{name}.yaml", unprivileged=who)
+        deadline = time.monotonic() + 120
+        while not (list(runs.glob("*/record.json")) and len(list(runs.glob("*/stdout"))) == 2):
+            assert time.monotonic() < deadline, "the chunk's second run never started"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        if how == "kill-9-job":
+            # the newest match: the numaplace process, not the shell that started it
+            job = subprocess.run(["pgrep", "-n", "-f", f"numaplace measure .*results/{name}"],
+                                 capture_output=True, text=True).stdout.split()
+            os.kill(int(job[0]), signal.SIGKILL)
+        else:
+            os.killpg(p.pid, signal.SIGINT)
+        out, _ = p.communicate(timeout=300)
+        deadline = time.monotonic() + 10
+        while running(str(binary)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not running(str(binary)), "the benchmark outlived its job"
+    finally:
+        restore_binary(binary, real)
+    assert p.returncode != 0, out[-3000:]
+    first = records_of(wf, name)
+    assert len(first) == 1, (sorted(first), out[-3000:])
+    assert not (wf / f"results/{name}/rounds/r1.c1.json").exists()
+    again = snakemake_as(wf, who, f"{name}.yaml")
+    if again.returncode != 0 and "--unlock" in again.out:
+        assert snakemake_as(wf, who, f"{name}.yaml", "--unlock").returncode == 0
+        again = snakemake_as(wf, who, f"{name}.yaml")
+    assert again.returncode == 0, again.out[-3000:]
+    now = records_of(wf, name)
+    assert len(now) == 3 and all(json.loads(b)["status"] == "ok" for b in now.values())
+    (kept_id, kept_bytes), = first.items()
+    assert now[kept_id] == kept_bytes                         # byte for byte
+    ledger = json.loads((wf / f"results/{name}/rounds/r1.c1.json").read_text())
+    assert sorted(e["outcome"] for e in ledger["runs"]) == ["kept", "ok", "ok"], ledger
+    assert len(list(runs.glob("*/interrupted/*/stdout"))) == 1          # the stopped run's files
+    assert not list(runs.glob("*/attempts/*"))
+
+
+def test_a_failing_run_inside_a_chunk_leaves_its_siblings_alone(wf, who):
+    """One run of a chunk fails (a node the machine does not have): it is a record, the
+    chunk goes on, the study succeeds. Retried (numaplace retry-failed), only that run is
+    measured again; its siblings' records stay byte for byte."""
+    name = f"cf-{who}"
+    (wf / "config/platforms/fake2.yaml").write_text(yaml.safe_dump(FAKE2))
+    (wf / f"{name}.yaml").write_text(yaml.safe_dump({
+        **study(name), "platform": "fake2", "launcher": "numactl",
+        "experiments": [{"name": "refused", "placements": [{"cpus": "0"}], "memory": [{"membind": [63]}]},
+                        {"name": "fine", "placements": [{"cpus": "0"}, {"cpus": "1"}]}]}))
+    p = snakemake_as(wf, who, f"{name}.yaml")
+    assert p.returncode == 0, p.out[-3000:]
+    first = records_of(wf, name)
+    statuses = sorted(json.loads(b)["status"] for b in first.values())
+    assert statuses == ["ok", "ok", "placement-failed"], statuses
+    (failed,) = [rid for rid, b in first.items() if json.loads(b)["status"] != "ok"]
+    r = numaplace_as(wf, who, "retry-failed", f"results/{name}")
+    assert f"set aside {failed} (placement-failed)" in r.stdout, r.stdout + r.stderr
+    again = snakemake_as(wf, who, f"{name}.yaml")
+    assert again.returncode == 0, again.out[-3000:]
+    now = records_of(wf, name)
+    assert all(now[rid] == b for rid, b in first.items() if rid != failed)
+    assert json.loads(now[failed])["finished"] != json.loads(first[failed])["finished"]   # measured again
+    assert (wf / f"results/{name}/runs/{failed}/attempts/1/record.json").read_bytes() == first[failed]
+    ledger = json.loads((wf / f"results/{name}/rounds/r1.c1.json").read_text())
+    assert sorted(e["outcome"] for e in ledger["runs"]) == ["kept", "kept", "placement-failed"], ledger

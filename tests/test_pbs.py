@@ -172,16 +172,17 @@ def test_status_script_from_the_profile(tmp_path):
 
 def sample_study_jobs():
     """Job properties, as Snakemake writes them into a jobscript, for the reference
-    study on the Magny-Cours node (24 CPUs): a measured CG.C run with 8 threads, a
-    build, and a group of three measured runs."""
+    study on the Magny-Cours node (24 CPUs): a measure job of one run (a chunk of a round
+    holding a CG.C run with 8 threads alone), a build, and a group of three such jobs."""
     st = load_study_file(REPO / "config/studies/thesis-magny-cours.yaml", REPO / "config")
-    run = next(r for r in st.runs if r.run_id == "cg.C.default.c0-7_loc_t_ap.r1")
-    res = {"mem_mb": cluster.measure_mem_mb(st, run), "mem_mib": 2288, "disk_mb": 1000, "disk_mib": 954,
+    chunk = next(c for c in st.chunks if "cg.C.default.c0-7_loc_t_ap.r1" in c.run_ids)
+    runs = [st.run("cg.C.default.c0-7_loc_t_ap.r1")]
+    res = {"mem_mb": cluster.measure_mem_mb(st, runs), "mem_mib": 2288, "disk_mb": 1000, "disk_mib": 954,
            "tmpdir": "<TBD>", "machine": 1, "exclusive": 1, "cpus_per_task": cluster.node_cpus(st),
-           "runtime": cluster.measure_runtime(st, run)}
+           "runtime": cluster.measure_runtime(st, runs)}
     measure = {"type": "single", "rule": "measure", "local": False, "input": ["results/build/x/default/bin/cg.C.x"],
-               "output": [f"results/thesis-magny-cours/runs/{run.run_id}/record.json"],
-               "wildcards": {"run": run.run_id}, "params": {}, "log": [], "threads": 24,
+               "output": [f"results/thesis-magny-cours/rounds/{chunk.id}.json"],
+               "wildcards": {"chunk": chunk.id}, "params": {}, "log": [], "threads": 24,
                "resources": res, "jobid": 17, "cluster": {}}
     build = {"type": "single", "rule": "npb_build", "local": False, "input": [], "output": ["cg.C.x"],
              "wildcards": {"variant": "default", "bench": "cg", "cls": "C"}, "params": {}, "log": [],
@@ -250,17 +251,24 @@ def test_qsub_argv_options():
 
 def test_rules_ask_for_whole_nodes(repo, tmp_path):
     """The rules' lambdas, through Snakemake: on the 24-CPU Magny-Cours platform a
-    measured run asks for 24 threads/CPUs, exclusive, its walltime and memory; a
-    build for one CPU. (Dry run; --cores only so that the dry run shows the threads.)"""
+    measure job (a chunk of a round) asks for 24 threads/CPUs, exclusive, the walltime
+    of its runs one after the other and its largest run's memory; a build for one CPU.
+    (Dry run; --cores only so that the dry run shows the threads.)"""
     wf = common.copy_workflow(repo, tmp_path / "wf")
-    target = "results/thesis-magny-cours/runs/cg.C.default.c0-7_loc_t_ap.r1/record.json"
+    st = load_study_file(REPO / "config/studies/thesis-magny-cours.yaml", REPO / "config")
+    chunk = next(c for c in st.chunks if "cg.C.default.c0-7_loc_t_ap.r1" in c.run_ids)
+    runs = [st.run(rid) for rid in chunk.run_ids]
+    assert len(runs) > 1
+    minutes, mem = cluster.measure_runtime(st, runs), cluster.measure_mem_mb(st, runs)
+    assert minutes > sum(cluster.measure_runtime(st, [r]) for r in runs) / 2 and mem == 2399
+    target = f"results/thesis-magny-cours/rounds/{chunk.id}.json"
     r, _ = common.snakemake(wf, "--quiet", "host", "--profile", "profiles/pbs", "--configfile",
                             "config/studies/thesis-magny-cours.yaml", "-n", "--cores", "1000", target)
     text = r.stdout
     jobs = {m.group(1): m.group(2) for m in re.finditer(r"^rule (\w+):\n((?:    .*\n)+)", text, re.M)}
     assert re.search(r"threads: 24\b", jobs["measure"])
     res = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", jobs["measure"]).group(1).split(", "))
-    assert (res["cpus_per_task"], res["exclusive"], res["runtime"], res["mem_mb"]) == ("24", "1", "25", "2399")
+    assert (res["cpus_per_task"], res["exclusive"], res["runtime"], res["mem_mb"]) == ("24", "1", str(minutes), "2399")
     assert "threads:" not in jobs["npb_build"]
     bres = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", jobs["npb_build"]).group(1).split(", "))
     assert (bres["runtime"], bres["mem_mb"]) == ("20", "2048") and "exclusive" not in bres
@@ -289,12 +297,13 @@ def torque(slurm, repo, tmp_path_factory):
 
 def test_quick_study_through_torque_wrappers(torque, repo, tmp_path_factory):
     """The quick study through profiles/pbs-torque: builds as ordinary qsub jobs, the 14
-    measured runs grouped 7 to a job (--groups/--group-components), each group on the
-    whole node; qstat -f + Slurm settle every job."""
+    measured runs as two measure jobs (chunks of 7: rounds.chunk_runs), each on the whole
+    node, its runs back to back, walltime their sum; qstat -f + Slurm settle every job."""
     wf = common.copy_workflow(repo, tmp_path_factory.mktemp("torque-quick"))
+    with open(wf / "config/studies/quick.yaml", "a") as f:
+        f.write("rounds: {chunk_runs: 7}\n")
     r, seconds = common.snakemake(wf, "--profile", "profiles/pbs-torque", "--configfile",
-                                  "config/studies/quick.yaml", "--latency-wait", "5",
-                                  "--groups", "measure=runs", "--group-components", "runs=7", timeout=900)
+                                  "config/studies/quick.yaml", "--latency-wait", "5", timeout=900)
     print(f"quick study through profiles/pbs-torque (Slurm's Torque wrappers): {seconds:.0f} s")
     log = r.stdout + r.stderr
     submitted = re.findall(r"Submitted (group job|job) \S+ with external jobid '(\d+)'", log)
@@ -307,12 +316,13 @@ def test_quick_study_through_torque_wrappers(torque, repo, tmp_path_factory):
     assert sorted(len(g) for g in groups.values()) == [7, 7], {k: len(v) for k, v in groups.items()}
     for jid, g in groups.items():
         job = common.scontrol_job(jid)
-        assert job["JobName"] == "np-g-runs" and int(job["NumCPUs"]) == torque["cpus"]
+        assert job["JobName"] == "np-measure" and int(job["NumCPUs"]) == torque["cpus"]
+        assert len({x["round"]["chunk"] for x in g}) == 1
         spans = sorted((datetime.fromisoformat(x["started"]), datetime.fromisoformat(x["ended"])) for x in g)
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))              # back to back
         settings = cluster.ClusterSettings(torque["cpus"])
-        total = sum(cluster.run_runtime_minutes(x["bench"], x["class"], x["placement"]["threads"], settings)
-                    for x in g)
+        total = cluster.chunk_runtime_minutes([(x["bench"], x["class"], x["placement"]["threads"]) for x in g],
+                                              settings)
         assert job["TimeLimit"] == pbs.walltime(total)
     builds = [j for kind, j in submitted if common.scontrol_job(j).get("JobName") == "np-npb_build"]
     assert len(builds) == 4

@@ -152,7 +152,7 @@ def test_all_builds_report_after_the_runs(study):
     assert set(runs["placement"]) == set(plan["placement"])          # human labels
     # the tables were made after the last measured run, in the same invocation
     measured = [m.start() for m in re.finditer(r"\(Rule: measure\)", log)]     # "Finished jobid: n (Rule: measure)"
-    assert len(measured) == len(plan)
+    assert len(measured) == len(list((wf / "results/quick/rounds").glob("*.json"))) >= 1   # one per chunk
     last_measure = max(measured)
     assert log.index("(Rule: make_report)") > last_measure
     for name in table_captions():

@@ -4,10 +4,18 @@ from conftest import single_run_spec
 from numaplace.run.runner import effective_timeout
 
 
-def test_timeout_is_cut_to_the_batch_walltime():
+def test_timeout_is_cut_to_the_batch_walltime(monkeypatch):
+    import time
+    from numaplace.run import runner
+    monkeypatch.setattr(runner, "JOB_STARTED", time.monotonic())
     assert effective_timeout({"timeout": 3600}, {}) == 3600
     assert effective_timeout({"timeout": 3600}, {"NUMAPLACE_WALLTIME_MIN": "10"}) == 3600   # not in a job
-    assert effective_timeout({"timeout": 3600}, {"NUMAPLACE_WALLTIME_MIN": "10", "SLURM_JOB_ID": "7"}) == 450
+    assert effective_timeout({"timeout": 3600}, {"NUMAPLACE_WALLTIME_MIN": "10", "SLURM_JOB_ID": "7"}) == \
+        pytest.approx(450, abs=1)
+    # a later run of a chunk: the job's walltime less what the earlier runs took
+    monkeypatch.setattr(runner, "JOB_STARTED", time.monotonic() - 120)
+    assert effective_timeout({"timeout": 3600}, {"NUMAPLACE_WALLTIME_MIN": "10", "SLURM_JOB_ID": "7"}) == \
+        pytest.approx(330, abs=1)
     assert effective_timeout({"timeout": 100}, {"NUMAPLACE_WALLTIME_MIN": "60", "PBS_JOBID": "7.srv"}) == 100
     assert effective_timeout({}, {"NUMAPLACE_WALLTIME_MIN": "1", "SLURM_JOB_ID": "7"}) == 30
 

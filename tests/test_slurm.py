@@ -1,11 +1,13 @@
 """Integration: the quick study through profiles/slurm (snakemake-executor-plugin-slurm)
 on a real one-node Slurm started here (tests/cluster/slurm_local.py).
 
-Checks that every measured run was its own Slurm job holding the whole node exclusively
-(every CPU in the job step's cpuset, so the run could pin anywhere), with the walltime
-and memory numaplace.cluster.resources derives from kernel/class, that each record names its
-Slurm job and node, that builds are ordinary one-CPU jobs, that the report was built,
-and that grouping puts several runs back to back into one allocation.
+Checks that every measure job (a chunk of a round: here the quick study's 14 runs cut
+into chunks of 5) was one Slurm job holding the whole node exclusively (every CPU in the
+job step's cpuset, so a run could pin anywhere), its runs back to back, with the walltime
+(its runs' sum) and memory (its largest run's) numaplace.cluster.resources derives from
+kernel/class, that each record names its Slurm job and node, that builds are ordinary
+one-CPU jobs, that the report was built, and that runs whose records are gone are
+measured again in one job of their chunk, their siblings' records untouched.
 Skips (with the reason) without root or without Debian's slurm-wlm + munge.
 Run it under the benchmark lock on a shared machine:
   flock /tmp/numaplace-bench.lock python3 -m pytest tests/test_slurm.py
@@ -30,6 +32,7 @@ from numaplace.core.cpulist import parse_cpulist  # noqa: E402
 import snakemake_executor_plugin_slurm  # noqa: E402,F401
 
 STUDY = "config/studies/quick.yaml"
+CHUNK_RUNS = 5
 SLURM_ARGS = ("--profile", "profiles/slurm", "--configfile", STUDY,
               # first status poll after 5 s (default 40 s); squeue stays trusted because
               # the test cluster keeps ended jobs for an hour (MinJobAge)
@@ -41,6 +44,8 @@ SLURM_ARGS = ("--profile", "profiles/slurm", "--configfile", STUDY,
 @pytest.fixture(scope="module")
 def quick(slurm, repo, tmp_path_factory):
     wf = common.copy_workflow(repo, tmp_path_factory.mktemp("slurm-quick"))
+    with open(wf / STUDY, "a") as f:
+        f.write(f"rounds: {{chunk_runs: {CHUNK_RUNS}}}\n")     # 14 runs: three measure jobs
     r, seconds = common.snakemake(wf, *SLURM_ARGS, timeout=900)
     print(f"quick study through profiles/slurm: {seconds:.0f} s")
     return wf, r.stdout + r.stderr, seconds
@@ -60,25 +65,37 @@ def allowed_cpus(rec):
     return {c for t in threads.values() if t.get("allowed") for c in parse_cpulist(t["allowed"])}
 
 
-def test_every_run_is_its_own_exclusive_whole_node_job(quick, slurm):
+def by_job(recs):
+    out = {}
+    for rid, r in recs.items():
+        out.setdefault(r.get("slurm_job_id"), []).append(r)
+    return out
+
+
+def test_every_chunk_is_its_own_exclusive_whole_node_job(quick, slurm):
     wf, log, _ = quick
     recs = common.records(wf, "quick")
     assert sorted(recs) == sorted(common.plan_ids(wf, "quick")) and len(recs) >= 10
-    job_ids = [r.get("slurm_job_id") for r in recs.values()]
-    assert all(job_ids) and len(set(job_ids)) == len(recs), job_ids     # one job per run
+    jobs = by_job(recs)
+    ledgers = sorted((wf / "results/quick/rounds").glob("*.json"))
+    assert None not in jobs and len(jobs) == len(ledgers) == -(-len(recs) // CHUNK_RUNS), sorted(jobs)
+    settings = cluster.ClusterSettings(slurm["cpus"])
+    for jid, group in jobs.items():
+        job = common.scontrol_job(jid)
+        chunks = {r["round"]["chunk"] for r in group}
+        assert len(chunks) == 1 and chunks.pop() in job["Comment"]     # the plugin names the wildcards
+        assert int(job["NumCPUs"]) == slurm["cpus"] and job["OverSubscribe"] == "NO", (jid, "not exclusive")
+        minutes = cluster.chunk_runtime_minutes([(r["bench"], r["class"], r["placement"]["threads"])
+                                                 for r in group], settings)
+        assert job["TimeLimit"] == pbs.walltime(minutes), (jid, job["TimeLimit"])
+        mem = max(cluster.run_mem_mb(r["bench"], r["class"], settings) for r in group)
+        assert job["MinMemoryNode"] == f"{mem}M", (jid, job["MinMemoryNode"])
+        spans = sorted((r["started"], r["ended"]) for r in group)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans     # back to back
     node_cpus = parse_cpulist(f"0-{slurm['cpus'] - 1}")
     for rid, r in recs.items():
         assert r["status"] == "ok" and r["output"]["verified"], (rid, r["reason"])
         assert r["slurmd_nodename"] == slurm["node"]
-        job = common.scontrol_job(r["slurm_job_id"])
-        assert rid in job["Comment"]                   # the plugin names the rule's wildcards
-        assert int(job["NumCPUs"]) == slurm["cpus"], (rid, job["NumCPUs"])
-        assert job["OverSubscribe"] == "NO", (rid, "not exclusive")
-        minutes = cluster.run_runtime_minutes(r["bench"], r["class"], r["placement"]["threads"],
-                                              cluster.ClusterSettings(slurm["cpus"]))
-        assert job["TimeLimit"] == pbs.walltime(minutes), (rid, job["TimeLimit"])
-        mem = cluster.run_mem_mb(r["bench"], r["class"], cluster.ClusterSettings(slurm["cpus"]))
-        assert job["MinMemoryNode"] == f"{mem}M", (rid, job["MinMemoryNode"])
         # the threads got exactly the placement's CPUs: a job step holding fewer CPUs
         # would have cut the mask down (taskset/numactl intersect it with the cpuset)
         cpus = set(parse_cpulist(r["placement"]["cpus"]))
@@ -123,29 +140,28 @@ def test_report_was_built_and_nothing_is_left_to_do(quick):
     assert len(made) >= 2 and all(p.stat().st_size > 0 for p in made), made
 
 
-def test_grouped_runs_share_one_allocation_back_to_back(quick, slurm):
-    """--groups measure=runs --group-components runs=4: four runs, one Slurm job, one
-    after the other, walltime the sum of theirs."""
+def test_runs_without_a_record_are_measured_again_in_one_job_of_their_chunk(quick, slurm):
+    """Two records of one chunk removed (by hand): the next workflow submits that chunk
+    alone, one Slurm job measures the two, back to back; every other record is untouched."""
     wf, _, _ = quick
     before = common.records(wf, "quick")
-    again = sorted(before)[:4]
+    first_bytes = {p.parent.name: p.read_bytes() for p in (wf / "results/quick/runs").glob("*/record.json")}
+    chunk = sorted(before.values(), key=lambda r: r["round"]["chunk"])[0]["round"]["chunk"]
+    again = sorted(rid for rid, r in before.items() if r["round"]["chunk"] == chunk)[:2]
     for rid in again:                                  # the records are write-protected
         subprocess.run(["rm", "-rf", str(wf / "results/quick/runs" / rid)], check=True)
-    r, seconds = common.snakemake(wf, *SLURM_ARGS, "--groups", "measure=runs",
-                                  "--group-components", "runs=4")
-    print(f"4 runs grouped into one Slurm job: {seconds:.0f} s")
+    r, seconds = common.snakemake(wf, *SLURM_ARGS)
+    print(f"2 runs of chunk {chunk} measured again in one Slurm job: {seconds:.0f} s")
     recs = common.records(wf, "quick")
     jobs = {recs[rid]["slurm_job_id"] for rid in again}
     assert len(jobs) == 1 and jobs.isdisjoint({before[rid]["slurm_job_id"] for rid in before}), jobs
+    log = r.stdout + r.stderr
+    assert len([1 for kind, name in submitted(log).values() if name == "measure"]) == 1, submitted(log)
     spans = sorted((datetime.fromisoformat(recs[rid]["started"]), datetime.fromisoformat(recs[rid]["ended"]))
                    for rid in again)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans     # never two at once
-    job = common.scontrol_job(jobs.pop())
-    settings = cluster.ClusterSettings(slurm["cpus"])
-    total = sum(cluster.run_runtime_minutes(recs[rid]["bench"], recs[rid]["class"],
-                                            recs[rid]["placement"]["threads"], settings) for rid in again)
-    assert job["TimeLimit"] == pbs.walltime(total)
-    assert int(job["NumCPUs"]) == slurm["cpus"] and job["OverSubscribe"] == "NO"
+    now = {p.parent.name: p.read_bytes() for p in (wf / "results/quick/runs").glob("*/record.json")}
+    assert all(now[rid] == b for rid, b in first_bytes.items() if rid not in again)
     for rid in again:
         assert recs[rid]["status"] == "ok", (rid, recs[rid]["reason"])
 

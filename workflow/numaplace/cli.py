@@ -2,7 +2,8 @@
 
     numaplace plan STUDY [--out plan.tsv]        expand a study file into its plan
     numaplace retry-failed results/<study>       set aside records that are not ok
-    numaplace build | run                        one NPB build / one measured run (rules)
+    numaplace build | measure                    one NPB build / one chunk of runs (rules)
+    numaplace run                                one measured run, by hand
     numaplace tables | figures | summary | html  the report's steps (rules)
     numaplace pbs-submit | pbs-status            PBS Pro / Torque glue (profiles/pbs*)
     numaplace platform detect --name NAME        a platform file for this machine (stdout)
@@ -50,6 +51,14 @@ def _parser():
     what.add_argument("--build", help="the binary's build record (a failed build → a build-failed record)")
     what.add_argument("--binary", help="run this binary")
     r.add_argument("--record", required=True)
+
+    m = sub.add_parser("measure", help="one chunk of a measurement round in one process → a record per "
+                       "run, then the chunk's ledger (the measure rule)")
+    m.add_argument("--runs", required=True, help='JSON: [{"spec": a run\'s params, "build": its build record}], '
+                   "in the order to measure them")
+    m.add_argument("--chunk", default="{}", help="JSON: the chunk's id, round and seed (kept in each record)")
+    m.add_argument("--results", required=True, help="results/<study>")
+    m.add_argument("--ledger", required=True, help="results/<study>/rounds/<chunk>.json, written last")
 
     t = sub.add_parser("tables", help="run records → tables/*.csv")
     t.add_argument("--results", required=True, help="results/<study>")
@@ -194,12 +203,49 @@ def _run(a):
         cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
         sys.stderr.write(f"numaplace run: {spec['run_id']}: no record written: {cause}: {e}\n")
         return 1
-    print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""))
+    _said(rec)
     from numaplace.run.progress import progress_line
     record = Path(a.record).absolute()                      # results/<study>/runs/<id>/record.json
-    line = progress_line(record.parents[2], rec) if record.parent.parent.name == "runs" else None
+    line = (progress_line(record.parents[2], f"{rec['run_id']}: {rec['status']}")
+            if record.parent.parent.name == "runs" else None)
     if line:
         sys.stderr.write(line + "\n")                         # the console, past the job's log
+    return 0
+
+
+def _said(rec):
+    print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
+
+
+def _measure(a):
+    """One chunk of a round (the measure rule). Each run's outcome goes to stdout (the
+    job's log); the chunk's progress, and what stopped it, to stderr (the console)."""
+    from collections import Counter
+    from numaplace.machine.guard import is_disk_full
+    from numaplace.run.chunk import measure_chunk
+    from numaplace.run.progress import progress_line
+    from numaplace.run.runner import Interrupted
+    runs, chunk = json.loads(a.runs), json.loads(a.chunk)
+    name = chunk.get("chunk", "chunk")
+    done = []
+    try:
+        ledger = measure_chunk(runs, a.results, a.ledger, chunk, say=lambda rec: (done.append(rec), _said(rec)))
+    except (Interrupted, KeyboardInterrupt) as e:
+        sys.stderr.write(f"numaplace measure: {name}: interrupted ({e or 'Ctrl-C'}) after "
+                         f"{len(done)} of its {len(runs)} runs; their records are kept, the benchmark "
+                         f"running was stopped and wrote none. To measure the rest, run the same "
+                         f"snakemake command again (with --unlock first if Snakemake says the directory "
+                         f"is locked)\n")
+        return 130
+    except OSError as e:
+        cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
+        sys.stderr.write(f"numaplace measure: {name}: no record written: {cause}: {e}; the {len(done)} "
+                         f"of its {len(runs)} runs recorded before are kept\n")
+        return 1
+    counts = Counter(r["outcome"] for r in ledger["runs"])
+    what = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+    line = progress_line(a.results, f"{name}: {what}")
+    sys.stderr.write((line or f"numaplace: {name}: {what}") + "\n")
     return 0
 
 
@@ -234,6 +280,8 @@ def main(argv=None):
         print(f"{a.bench}.{a.cls} ({a.variant}): {out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
     elif a.cmd == "run":
         return _run(a)
+    elif a.cmd == "measure":
+        return _measure(a)
     elif a.cmd == "tables":
         from numaplace.tables import aggregate
         aggregate.write_tables(a.results, a.out, a.plan, json.loads(a.fidelity))

@@ -74,17 +74,33 @@ LOGS = f"{RESULTS}/logs"
 build_record_path = STUDY.build_record
 BUILDS = [build_record_path(b, c, v) for b, c, v in STUDY.binaries()]
 RECORDS = [f"{RESULTS}/runs/{r.run_id}/record.json" for r in STUDY.runs]
-_RUNS = {r.run_id: r for r in STUDY.runs}
 NODE_CPUS = cluster.node_cpus(STUDY)      # a measured run's threads: the whole node
+# the measure jobs: one per chunk of a round (numaplace.plan.rounds), each writing a ledger
+LEDGERS = [f"{RESULTS}/rounds/{c.id}.json" for c in STUDY.chunks]
+_ROUNDS = max((c.round for c in STUDY.chunks), default=0)
 
 
-def run_build(wc):
-    r = _RUNS[wc.run]
-    return build_record_path(r.bench, r.cls, r.variant)
+def chunk_of(wc):
+    """The chunk's runs (numaplace.plan.study.Run), in the order they are measured."""
+    return [STUDY.run(rid) for rid in STUDY.chunk(wc.chunk).order()]
 
 
-def run_spec(wc):
-    return json.dumps(STUDY.run_params(wc.run), sort_keys=True)
+def chunk_builds(wc):
+    return sorted({build_record_path(r.bench, r.cls, r.variant) for r in chunk_of(wc)})
+
+
+def chunk_runs(wc):
+    return json.dumps([STUDY.chunk_entry(rid) for rid in STUDY.chunk(wc.chunk).order()], sort_keys=True)
+
+
+def chunk_facts(wc):
+    c = STUDY.chunk(wc.chunk)
+    return json.dumps({"chunk": c.id, "round": c.round, "seed": c.seed})
+
+
+def chunk_priority(wc):
+    """Round 1's chunks first, then round 2's, ..."""
+    return _ROUNDS - STUDY.chunk(wc.chunk).round
 
 
 # -- tables, figures, report ----------------------------------------------------------
@@ -101,9 +117,33 @@ REPORT_LOGS = f"{LOGS}/report"
 
 
 def runs_requested():
-    """Does this invocation make runs too (default target, all, runs, a record file)?"""
+    """Does this invocation make runs too (default target, all, runs, a chunk's ledger)?"""
     targets = workflow.dag_settings.targets
-    return not targets or any(t in ("all", "runs") or t.endswith("record.json") for t in targets)
+    return not targets or any(t in ("all", "runs") or "/rounds/" in t for t in targets)
+
+
+def drop_stale_ledgers():
+    """A chunk whose ledger is there while one of its runs has no record (set aside by
+    numaplace retry-failed, removed by hand) must run again, and Snakemake cannot see it:
+    the records are no rule's output, and an older date on the ledger does not move it
+    (it compares checksums). The ledger, a list that is no longer true and no
+    measurement, is removed as the workflow is read, so that Snakemake makes it again."""
+    try:
+        started = set(os.listdir(f"{RESULTS}/runs"))
+    except OSError:
+        started = set()
+    stale = [ledger for c, ledger in zip(STUDY.chunks, LEDGERS) if os.path.exists(ledger) and any(
+             rid not in started or not os.path.exists(f"{RESULTS}/runs/{rid}/record.json") for rid in c.run_ids)]
+    for ledger in stale:
+        try:
+            os.unlink(ledger)
+        except OSError as e:          # another user's: say so, the runs stay missing
+            sys.stderr.write(f"numaplace: {ledger} lists runs that have no record, and it cannot be "
+                             f"removed to measure them again ({e.strerror})\n")
+    return stale
+
+
+drop_stale_ledgers()
 
 
 def builds_requested():
@@ -167,18 +207,17 @@ def end_of_workflow(completed=True):
 
 
 def records_for_tables(wildcards):
-    # A record named as measure's output ties the tables to its run: Snakemake would
-    # re-run it if the study changed its params. So the planned records are named that
-    # way only when this invocation makes the runs anyway (the tables then wait for
-    # them); otherwise every record on disk is named by its absolute path, which no
-    # rule produces. Set-aside attempts are no rule's output either way. (Switching
-    # between the two rebuilds the tables once: their input list changed.)
+    # When this invocation makes the runs, the tables wait for the chunks' ledgers (a
+    # ledger is written after its chunk's records). Otherwise they are made from the
+    # records on disk, named by their absolute paths, which no job makes (a report
+    # never runs or builds anything). Set-aside attempts are no rule's output either way.
+    # (Switching between the two rebuilds the tables once: their input list changed.)
     current = glob(f"{RESULTS}/runs/*/record.json")
     attempts = glob(f"{RESULTS}/runs/*/attempts/*/record.json")
     if runs_requested():
         planned = set(RECORDS)
         unplanned = [os.path.abspath(r) for r in current if r not in planned]
-        return sorted(planned) + sorted(unplanned) + sorted(attempts)
+        return LEDGERS + sorted(unplanned) + sorted(attempts)
     return sorted(os.path.abspath(r) for r in current) + sorted(attempts)
 
 

@@ -1,8 +1,8 @@
 """Cluster resources: what each job asks of the batch system.
 
-A measured run takes one whole node for itself (every CPU of the node in its cpuset,
-exclusive), for a walltime and memory estimated from its benchmark kind, class and
-thread count; builds are ordinary one-CPU jobs. The platform file's `cluster:` section
+A measure job (one chunk of a round: numaplace.plan.rounds) takes one whole node for itself (every CPU of the node in its cpuset,
+exclusive), for a walltime (the sum of its runs') and memory (its largest run's)
+estimated from each run's benchmark kind, class and thread count; builds are ordinary one-CPU jobs. The platform file's `cluster:` section
 supplies the node size, partition/account and a runtime scale. The rules'
 `threads:`/`resources:` lambdas call these functions; the profiles (profiles/slurm,
 profiles/pbs, profiles/pbs-torque) turn them into sbatch/qsub options (PBS: numaplace.cluster.pbs).
@@ -17,7 +17,8 @@ from numaplace.kinds import kind
 # Per-kind costs (seconds one thread needs, resident MiB) live in numaplace.kinds.
 RUN_SAFETY = 3           # × the estimate: bad placements (all memory remote) run slower
 SPEEDUP_CAP = 4          # never assume more than 4× from threads (memory-bound kernels)
-RUN_OVERHEAD_S = 150     # Snakemake start in the job, idle check (≤ idle_wait), captures
+JOB_OVERHEAD_S = 120     # Snakemake's start in the job, the runner's imports
+RUN_OVERHEAD_S = 30      # per run of a chunk: idle check (≤ idle_wait), probe, captures
 RUN_MEM_OVERHEAD_MB = 1024   # runner, Snakemake in the job, numa_maps/numastat copies
 BUILD_RUNTIME_MIN = 20
 BUILD_MEM_MB = 2048
@@ -54,11 +55,19 @@ def _cost(bench, cls):
         raise ValueError(f"no runtime/memory estimate for {bench}.{cls}") from None
 
 
+def chunk_runtime_minutes(runs, settings):
+    """Walltime (minutes) of a job measuring `runs` ((bench, class, threads) each), with
+    the job's and each run's overhead."""
+    seconds = JOB_OVERHEAD_S
+    for bench, cls, threads in runs:
+        serial_s, _ = _cost(bench, cls)
+        seconds += RUN_OVERHEAD_S + RUN_SAFETY * serial_s / max(1, min(threads, SPEEDUP_CAP))
+    return max(1, math.ceil(seconds * settings.runtime_scale / 60))
+
+
 def run_runtime_minutes(bench, cls, threads, settings):
-    """Walltime (minutes) for one measured run, including the in-job overhead."""
-    serial_s, _ = _cost(bench, cls)
-    kernel_s = RUN_SAFETY * serial_s / max(1, min(threads, SPEEDUP_CAP))
-    return max(1, math.ceil((RUN_OVERHEAD_S + kernel_s) * settings.runtime_scale / 60))
+    """Walltime (minutes) of a job measuring one run."""
+    return chunk_runtime_minutes([(bench, cls, threads)], settings)
 
 
 def run_mem_mb(bench, cls, settings):
@@ -77,12 +86,14 @@ def node_cpus(study):
     return _settings(study).cpus_per_node
 
 
-def measure_runtime(study, run):
-    return run_runtime_minutes(run.bench, run.cls, run.placement.threads, _settings(study))
+def measure_runtime(study, runs):
+    """A measure job's walltime: its runs' (study.Run) one after the other."""
+    return chunk_runtime_minutes([(r.bench, r.cls, r.placement.threads) for r in runs], _settings(study))
 
 
-def measure_mem_mb(study, run):
-    return run_mem_mb(run.bench, run.cls, _settings(study))
+def measure_mem_mb(study, runs):
+    """A measure job's memory: its largest run's (one run at a time)."""
+    return max(run_mem_mb(r.bench, r.cls, _settings(study)) for r in runs)
 
 
 def queue_resources(study):

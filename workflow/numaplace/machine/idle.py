@@ -30,18 +30,25 @@ class IdleWindow:
     and the check only waits for what is left of the window. `affinity` is the runner's
     CPU mask before the move: the probe and the benchmark are started with it."""
 
-    def __init__(self, affinity, jiffies, opened):
+    def __init__(self, affinity, jiffies, opened, free=None):
         self.affinity, self.jiffies, self.opened = affinity, jiffies, opened
+        self.free = free or affinity
 
     @classmethod
-    def leave(cls, cpus):
-        """Move off `cpus` and open the window; None where no other CPU is allowed."""
-        affinity = os.sched_getaffinity(0)
+    def leave(cls, cpus, affinity=None):
+        """Move off `cpus` and open the window; None where no other CPU is allowed.
+        `affinity`: the mask to start the probe and benchmark with (default: this
+        thread's now; a chunk of runs gives its own, the job's whole mask)."""
+        affinity = affinity or os.sched_getaffinity(0)
         free = affinity - set(cpus)
         if not free:
             return None
         os.sched_setaffinity(0, free)
-        return cls(affinity, cpu_jiffies(), time.monotonic())
+        return cls(affinity, cpu_jiffies(), time.monotonic(), free)
+
+    def stay_off(self):
+        """Off the run's CPUs again (a chunk's work between two runs, while the window is open)."""
+        os.sched_setaffinity(0, self.free)
 
 
 def cpu_busy(seconds=IDLE_WINDOW_S, since=None):

@@ -278,8 +278,29 @@ class Study:
         return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
                 "variant": r.variant, "rep": r.rep, "placement": dict(placement),
                 "argv": list(argv), "env": dict(env), "capture": capture, "run": self.config.get("run", {}),
+                "build": self.build_key(),       # the binary: other flags or sources, another run
                 # only when set: studies without it keep their params (and their records)
                 **({"system": self.config["system"]} if self.config.get("system") else {})}
+
+    # -- the jobs that measure: chunks of rounds (numaplace.plan.rounds) ------------------
+    @cached_property
+    def chunks(self):
+        """The measure jobs' chunks, round by round, cut at the reference machine's speed
+        (every process that plans the study must cut them alike)."""
+        from numaplace.plan import rounds
+        size = {r.run_id: len(json.dumps(self.chunk_entry(r.run_id))) for r in self.runs}
+        return rounds.chunks(self.runs, {r.run_id: budget.run_seconds(r) for r in self.runs},
+                             self.config.get("rounds"), size)
+
+    def chunk(self, chunk_id):
+        if not hasattr(self, "_chunk_by_id"):
+            self._chunk_by_id = {c.id: c for c in self.chunks}
+        return self._chunk_by_id[chunk_id]
+
+    def chunk_entry(self, run_id):
+        """One run as its chunk's job receives it: its params and its binary's build record."""
+        r = self.run(run_id)
+        return {"spec": self.run_params(run_id), "build": self.build_record(r.bench, r.cls, r.variant)}
 
     @property
     def fidelity_thresholds(self):

@@ -113,7 +113,7 @@ def migrate(rec):
 
 
 def write_record(path, rec):
-    """Written atomically, and under its second name KEPT. Not checked against the schema
+    """Written atomically, write-protected, and under its second name KEPT. Not checked against the schema
     here: a record is a measurement and is kept whatever its shape; readers check it
     (read_record), and one that does not match is shown as unreadable, never dropped.
     (Checking here could only lose what was measured, and importing jsonschema alone
@@ -121,6 +121,9 @@ def write_record(path, rec):
     path = Path(path)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
+    # write-protected, as Snakemake protects an output: no rule declares a record (a
+    # chunk of runs writes them), and an editor or a script should not change one in place
+    os.chmod(tmp, stat.S_IMODE(os.stat(tmp).st_mode) & ~0o222)
     os.replace(tmp, path)
     kept = path.parent / KEPT
     kept.unlink(missing_ok=True)

@@ -10,7 +10,7 @@ from numaplace.core.text import counted
 
 
 def progress_line(results_dir, just_done=None):
-    """'numaplace: 12 of 45 runs recorded (cg.B...r2: ok); about 6 min of runs left', from
+    """'numaplace: 12 of 45 runs recorded (r1.c2: 19 ok, 1 failed); about 6 min of runs left', from
     results/<study>/estimate.json (written with the plan) and the records on disk; None
     when there is no estimate to read (a run outside a workflow)."""
     from numaplace.plan.budget import format_duration
@@ -27,6 +27,6 @@ def progress_line(results_dir, just_done=None):
         started = set()
     left = [s for rid, s in per_run.items()
             if rid not in started or not os.path.exists(runs / rid / "record.json")]
-    done = f" ({just_done['run_id']}: {just_done['status']})" if just_done else ""
+    done = f" ({just_done})" if just_done else ""
     tail = f"; about {format_duration(sum(left))} of runs left" if left else ""
     return f"numaplace: {len(per_run) - len(left)} of {counted(len(per_run), 'run')} recorded{done}{tail}"

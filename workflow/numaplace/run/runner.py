@@ -42,13 +42,19 @@ def host_facts():
     return facts
 
 
+# when this process (a measure job) started: the walltime is the job's, shared by its runs
+JOB_STARTED = time.monotonic()
+
+
 def effective_timeout(runcfg, environ=os.environ):
     """The study's per-run timeout, cut short inside a batch job so that the runner, not
-    the scheduler, ends a hung run (and records it) before the walltime runs out."""
+    the scheduler, ends a hung run (and records it) before the walltime runs out: the
+    job's walltime less what its earlier runs took."""
     timeout = Section("run", runcfg)["timeout"]
     walltime = environ.get("NUMAPLACE_WALLTIME_MIN")
     if walltime and any(k in environ for k in ("SLURM_JOB_ID", "PBS_JOBID")):
-        timeout = min(timeout, max(30, 60 * float(walltime) - 150))
+        left = 60 * float(walltime) - (time.monotonic() - JOB_STARTED)
+        timeout = min(timeout, max(30, left - 150))
     return timeout
 
 
@@ -66,12 +72,13 @@ def _interrupt(signum, frame):
     raise Interrupted(f"signal {signum}")
 
 
-def execute_build(spec, build_record, record_path, window=None, held_lock=None):
+def execute_build(spec, build_record, record_path, window=None, held_lock=None, **more):
     """Run spec with the binary of a build record (numaplace build); a failed build gives
-    the run a `build-failed` record carrying the build's reason, and nothing executes."""
+    the run a `build-failed` record carrying the build's reason, and nothing executes.
+    `more`: execute's keywords (a chunk's: probed, ended, extra)."""
     build = json.loads(Path(build_record).read_text())
     if build["status"] == "ok":
-        return execute(spec, build["binary"], record_path, window, held_lock)
+        return execute(spec, build["binary"], record_path, window, held_lock, **more)
     if held_lock is not None:
         os.close(held_lock)                   # nothing to measure: the lock goes at once
     if window is not None:
@@ -83,23 +90,34 @@ def execute_build(spec, build_record, record_path, window=None, held_lock=None):
            "capture_settings": spec.get("capture", {}), "run_settings": spec.get("run", {}),
            "status": "build-failed", "reason": build["reason"], "output": None, "captures": None,
            "captures_note": "the run did not execute: its binary could not be built",
-           "finished": now()}
+           "finished": now(), **more.get("extra", {})}
     set_aside(record_path.parent)        # an earlier attempt's files: attempts/<n>/ or interrupted/
     write_record(record_path, rec)
     return rec
+
+
+def definition_digest(spec):
+    """The run's definition (its params from the plan) as one hash, kept in its record: a
+    chunk measures again only the runs whose record has another (numaplace.run.chunk)."""
+    import hashlib
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
 def _record_head(spec):
     """The fields every record starts with: which run of which study it is."""
     return {"record_version": RECORD_VERSION, **{k: spec[k] for k in
             ("run_id", "study", "bench", "class", "variant", "rep", "placement")},
-            "kind": kind_facts(spec["bench"])}
+            "kind": kind_facts(spec["bench"]), "definition_sha256": definition_digest(spec)}
 
 
-def execute(spec, binary, record_path, window=None, held_lock=None):
+def execute(spec, binary, record_path, window=None, held_lock=None, probed=None, ended=None, extra=None):
     """Run spec (the plan's run params) with `binary`; write the record; return it.
     `window`: the idle.IdleWindow the command opened at start-up, with the machine lock
-    it took just before (`held_lock`), if any."""
+    it took just before (`held_lock`), if any. A chunk of runs in one process
+    (numaplace.run.chunk) also gives `probed`, the probe commands that passed earlier in
+    it (each placement is probed once per chunk), `ended`, called as the benchmark has
+    been reaped, before its record is written (the next run's idle window opens there),
+    and `extra`, fields for the record (where in its chunk the run was)."""
     # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
     # Handlers and CPU affinity are the caller's again afterwards.
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -111,7 +129,7 @@ def execute(spec, binary, record_path, window=None, held_lock=None):
         with machine_lock(held=held_lock) as waited, \
                 system.balancing_for_run(spec.get("system"), system.state_file()):
             return _Run(spec, binary, record_path, lock_wait_s=waited, own_cpus=own_cpus,
-                        window=window).execute()
+                        window=window, probed=probed, ended=ended, extra=extra).execute()
     finally:
         os.sched_setaffinity(0, own_cpus)
         for sig, handler in previous.items():
@@ -121,9 +139,12 @@ def execute(spec, binary, record_path, window=None, held_lock=None):
 class _Run:
     """One measured run, step by step; every step that ends the run writes its record."""
 
-    def __init__(self, spec, binary, record_path, lock_wait_s=0.0, own_cpus=None, window=None):
+    def __init__(self, spec, binary, record_path, lock_wait_s=0.0, own_cpus=None, window=None,
+                 probed=None, ended=None, extra=None):
         self.own_cpus = own_cpus or os.sched_getaffinity(0)
         self.window = window                   # an idle.IdleWindow opened at start-up
+        self.probed = probed if probed is not None else set()
+        self.ended = ended
         self.record_path = Path(record_path)
         self.rundir = self.record_path.parent
         self.binary = Path(binary).resolve()
@@ -139,7 +160,7 @@ class _Run:
                     "cwd": str(self.rundir / "work"), **host_facts(), "topology": from_sysfs().to_dict(),
                     "system": system.at_start(),
                     "capture_settings": self.capture, "run_settings": self.runcfg,
-                    "lock_wait_s": lock_wait_s, "status": None, "reason": None}
+                    "lock_wait_s": lock_wait_s, **(extra or {}), "status": None, "reason": None}
 
     def execute(self):
         self.rundir.mkdir(parents=True, exist_ok=True)
@@ -174,10 +195,11 @@ class _Run:
         """The launcher applies the placement to `true` first: a placement this machine
         refuses ends here (placement-failed), before the benchmark starts."""
         probe = self.launcher.probe(self.placement)
-        if not probe:
+        if not probe or tuple(probe) in self.probed:
             return None
         pr = subprocess.run(probe, capture_output=True, text=True, env=clean_env(self.env))
         if pr.returncode == 0:
+            self.probed.add(tuple(probe))
             return None
         self.rec["probe"] = {"argv": probe, "exit_status": pr.returncode, "stderr": pr.stderr[-2000:]}
         return self.finish("placement-failed", f"{probe[0]} refused the placement: "
@@ -255,6 +277,8 @@ class _Run:
                 if watch:
                     watch.stop()
             rc, usage, t_end = reaped
+            if self.ended:
+                self.ended()
             if sampler:
                 sampler.stop()
                 sampler.join()
