@@ -5,27 +5,38 @@
 # idle check, PBS status mapping, the budget) against the unit tests (pytest -m unit), with mutmut 3 (slow: not in CI). mutmut wants its sources
 # under src/ and numaplace not installed, so this stages a copy in a scratch folder:
 #   bash tests/benchmarks/mutation_score.sh [SCRATCH]      (from the repository root)
+#   MUTATION_CHILDREN=1 bash tests/benchmarks/mutation_score.sh ...   (one core only)
 set -euo pipefail
 repo=$(pwd)
-stage=${1:-/tmp/numaplace-mutation}
+stage=$(realpath -m "${1:-/tmp/numaplace-mutation}")
 rm -rf "$stage" && mkdir -p "$stage/src"
 cp -r workflow/numaplace "$stage/src/"
-cp -r tests config "$stage/"
-python3 - "$repo/pyproject.toml" "$stage/pyproject.toml" <<'PY'
-import sys, tomllib
-cfg = tomllib.load(open(sys.argv[1], "rb"))
-mut = cfg["tool"]["mutmut"]
+# what the unit tests read besides the package: the study files, the pins and conda env
+# (test_envs_in_step), the PBS profiles (test_pbs), the bundled NPB and micro-benchmark
+# sources (test_npb_kernels), and pyproject.toml itself (its [project] table)
+extra=(requirements.txt envs profiles npb microbench)
+cp -r tests config "${extra[@]}" "$stage/"
+# the shared docs beside the clone (NPB's sample output, test_npb_output): mutmut runs the
+# tests in $stage/mutants, so ../shared is $stage/shared
+[ -d "$repo/../shared" ] && ln -s "$(realpath "$repo/../shared")" "$stage/shared"
+python3 - "$repo/pyproject.toml" "$stage/pyproject.toml" "${extra[@]}" <<'PY'
+import re, sys, tomllib
+text = open(sys.argv[1]).read()
+mut = tomllib.loads(text)["tool"]["mutmut"]
 only = [p.replace("workflow/", "src/") for p in mut["only_mutate"]]
 sel = mut["pytest_add_cli_args_test_selection"]
+copy = ["tests/", "config/"] + [x + ("" if "." in x else "/") for x in sys.argv[3:]]
 q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"
-open(sys.argv[2], "w").write(f"""[tool.pytest.ini_options]
-pythonpath = ["tests"]
+# the repository's pyproject.toml with its [tool.mutmut] table replaced by the stage's
+kept = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", text)
+open(sys.argv[2], "w").write(kept.rstrip("\n") + f"""
+
 [tool.mutmut]
 source_paths = ["src/"]
 only_mutate = {q(only)}
 pytest_add_cli_args_test_selection = {q(sel)}
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]
-also_copy = ["tests/", "config/"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "stage_cwd_guard", "-q"]
+also_copy = {q(copy)}
 """)
 PY
 venv="$stage/.venv"
@@ -47,7 +58,37 @@ for path in tomllib.load(open(sys.argv[1], "rb"))["tool"]["mutmut"]["only_mutate
         print(f"{mod}.*")
 PY
 )
-"$venv/bin/mutmut" run --max-children "$(nproc)" "${scope[@]}" || true
+# MUTATION_CHILDREN: mutmut's parallel children (default: every core).
+# A test's own Python child (test_bad_input's bounded loader) and the `numaplace` command
+# that the PBS profile's scripts call (test_pbs) must run the mutated numaplace too: it is
+# not installed in this venv (mutmut puts mutants/src on its own sys.path only), so
+# PYTHONPATH names it, and child-site/numaplace is the command. The folder must exist
+# before mutmut starts, else Python caches the missing entry as unusable and mutmut's own
+# imports fail. In such a child, mutmut's statistics pass (MUTANT_UNDER_TEST=stats) would
+# need mutmut's config in the child's folder, and its hits are lost with the child anyway:
+# child-site/sitecustomize.py runs the child unmutated during that pass only (mutants and
+# mutmut's forced-fail check still reach it)
+mkdir -p mutants/src child-site
+cat > child-site/sitecustomize.py <<'PY'
+import os
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    os.environ["MUTANT_UNDER_TEST"] = ""
+PY
+# Each test runs in an empty folder of its own (pytest -p stage_cwd_guard): mutmut runs
+# the tests in mutants/, and a mutant that turns a run's path into '.' (iter_records'
+# _path as "None") would set aside mutants/ itself, sources and results, as an attempt
+cat > child-site/stage_cwd_guard.py <<'PY'
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _own_empty_cwd(tmp_path_factory, monkeypatch):
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+PY
+printf '#!/bin/sh\nexec "%s" -m numaplace "$@"\n' "$venv/bin/python" > child-site/numaplace
+chmod +x child-site/numaplace
+PATH="$PWD/child-site:$PATH" PYTHONPATH="$PWD/mutants/src:$PWD/child-site${PYTHONPATH:+:$PYTHONPATH}" \
+    "$venv/bin/mutmut" run --max-children "${MUTATION_CHILDREN:-$(nproc)}" "${scope[@]}" || true
 "$venv/bin/mutmut" results --all true > results.txt
 python3 - "${scope[@]}" <<'PY'
 import collections, fnmatch, re, sys

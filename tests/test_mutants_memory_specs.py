@@ -1,0 +1,84 @@
+"""The memory micro-benchmarks' cells (numaplace.plan.memory_specs): what a wrong sweep,
+contention or matrix is told, naming the file and the entry. Written against the mutants
+mutmut left alive (tests/benchmarks/mutation_score.sh)."""
+from __future__ import annotations
+
+import pytest
+
+from numaplace import ConfigError
+from numaplace.machine.topology import Topology
+from numaplace.plan.memory_specs import count, expand
+
+pytestmark = pytest.mark.unit
+
+# two nodes of two CPUs, and a memory-only node 2
+TWO = Topology("two", {0: [0, 1], 1: [2, 3], 2: []}, {0: 100, 1: 100, 2: 50})
+
+
+@pytest.mark.parametrize("spec, line", [
+    ({"sweep": {"memory_cpu": 9}}, "e.sweep.memory_cpu: CPU 9 is not in platform two (CPUs 0-3)"),
+    ({"sweep": {"memory_cpu": 0, "readers": "2-9"}}, "e.sweep.readers: CPU 4-9 is not in platform two (CPUs 0-3)"),
+    ({"sweep": {"memory_cpu": "0-x"}}, "e.sweep.memory_cpu: bad CPU list element '0-x' in '0-x' "
+                                      "(use numbers and ranges like '0-3,8')"),
+    ({"contention": {"memory_cpu": 9, "threads": [2]}}, "e.contention.memory_cpu: CPU 9 is not in platform two "
+                                                        "(CPUs 0-3)"),
+    ({"contention": {"memory_cpu": 1, "threads": [2, 5]}}, "e.contention.threads: 5 threads but platform two "
+                                                           "has 4 CPUs"),
+    ({"matrix": {"readers": "0,2"}}, "e.matrix.readers: node 2 is not a node with CPUs in platform two (nodes 0-1)"),
+    ({"matrix": {"memory": [5]}}, "e.matrix.memory: node 5 is not a node with CPUs in platform two (nodes 0-1)"),
+    ({"matrix": {"memory": "0-x"}}, "e.matrix.memory: bad CPU list element '0-x' in '0-x' "
+                                    "(use numbers and ranges like '0-3,8')"),
+])
+def test_wrong_cells_name_the_file_and_entry(spec, line):
+    with pytest.raises(ConfigError) as e:
+        expand(spec, TWO, "f.yaml", "e")
+    assert str(e.value) == "f.yaml: " + line
+
+
+def test_a_sweep_reads_from_every_cpu_by_default():
+    cells = expand({"sweep": {"memory_cpu": 1}}, TWO, "f.yaml", "e")
+    assert [order for order, *_ in cells] == [(1, 0), (1,), (1, 2), (1, 3)]
+    assert expand({"sweep": {"memory_cpu": "1", "readers": "self"}}, TWO, "f.yaml", "e") == \
+        [((1,), "memory on cpu 1, read by cpu 1", "sw-m1-r1", None)]
+
+
+def test_contention_reads_with_memory_cpu_and_the_next_cpus():
+    assert [order for order, *_ in expand({"contention": {"memory_cpu": 1, "threads": [1, 4]}}, TWO, "f", "e")] == \
+        [(1,), (1, 0, 2, 3)]
+
+
+def test_a_matrix_is_first_touch_over_every_node_with_cpus_by_default():
+    cells = expand({"matrix": {}}, TWO, "f.yaml", "e")
+    assert [(order, shape, mem) for order, shape, _, mem in cells] == [
+        ((0,), "node 0 reads node 0 (first touch)", None), ((2, 0), "node 0 reads node 1 (first touch)", None),
+        ((0, 2), "node 1 reads node 0 (first touch)", None), ((2,), "node 1 reads node 1 (first touch)", None)]
+
+
+SMT = Topology("smt", {0: [0, 1, 4, 5], 1: [2, 3, 6, 7]}, siblings={c: (c % 4, c % 4 + 4) for c in range(8)})
+
+
+def test_contention_counts_physical_cores():
+    """`node` readers are a node's cores, as for the NPB placements, not its hardware threads."""
+    (cell,) = expand({"contention": {"memory_cpu": 0, "threads": ["node"]}}, SMT, "f", "e")
+    assert cell[1:] == ("2 readers, memory on cpu 0", "ct-m0-t2", None)
+
+
+@pytest.mark.parametrize("spec, cells", [
+    ({"sweep": {"memory_cpu": "all"}}, 16), ({"sweep": {"memory_cpu": "all", "readers": "self"}}, 4),
+    ({"sweep": {"memory_cpu": "0-3", "readers": "0-1"}}, 8), ({"contention": {"memory_cpu": 0, "threads": [1, 2, 4]}}, 3),
+    ({"matrix": {"readers": "0"}}, 2), ({"matrix": {"memory": [1], "via": "membind"}}, 2),
+])
+def test_cells_are_counted_before_any_is_made(spec, cells):
+    assert count(spec, TWO, "f.yaml", "e") == cells == len(expand(spec, TWO, "f.yaml", "e"))
+
+
+@pytest.mark.parametrize("spec, line", [
+    ({"sweep": {"memory_cpu": 9}}, "e.sweep.memory_cpu: CPU 9 is not in platform two (CPUs 0-3)"),
+    ({"sweep": {"memory_cpu": 0, "readers": "7"}}, "e.sweep.readers: CPU 7 is not in platform two (CPUs 0-3)"),
+    ({"matrix": {"readers": [3]}}, "e.matrix.readers: node 3 is not a node with CPUs in platform two (nodes 0-1)"),
+    ({"matrix": {"memory": "2"}}, "e.matrix.memory: node 2 is not a node with CPUs in platform two (nodes 0-1)"),
+])
+def test_counting_names_the_entry_too(spec, line):
+    with pytest.raises(ConfigError) as e:
+        count(spec, TWO, "f.yaml", "e")
+    assert str(e.value) == "f.yaml: " + line

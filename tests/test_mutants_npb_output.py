@@ -1,0 +1,51 @@
+"""NPB's report (numaplace.kinds.npb_output): when a run's output is complete, and which
+implementation printed it. Written against the mutants mutmut left alive
+(tests/benchmarks/mutation_score.sh)."""
+from __future__ import annotations
+
+import pytest
+
+from numaplace.kinds.npb_output import parse
+
+pytestmark = pytest.mark.unit
+
+REPORT = """
+
+ NAS Parallel Benchmarks (NPB3.4-OMP) - CG Benchmark
+
+ Size:      14000
+ Iterations:    15
+ Number of available threads:     2
+
+ CG Benchmark Completed.
+ Class           =                        A
+ Size            =                    14000
+ Iterations      =                       15
+ Time in seconds =                     1.23
+ Total threads   =                        2
+ Mop/s total     =                  1216.40
+ Verification    =               SUCCESSFUL
+ Version         =                    3.4.2
+"""
+
+
+def test_an_official_report_is_nasas_and_complete():
+    r = parse(REPORT)
+    assert (r["implementation"], r["complete"], r["verified"], r["time_s"]) == ("nasa", True, True, 1.23)
+
+
+def test_numaplaces_own_kernels_say_so_in_their_header():
+    r = parse(REPORT.replace("NAS Parallel Benchmarks (NPB3.4-OMP)", "numaplace CG (NPB3.4-OMP, bundled)"))
+    assert r["implementation"] == "numaplace"
+
+
+def test_output_of_neither_has_no_implementation():
+    assert parse(" CG Benchmark Completed.\n Time in seconds = 1.0\n")["implementation"] is None
+    assert parse("\n" * 400 + " NAS Parallel Benchmarks\n")["implementation"] is None     # not in its header
+
+
+def test_a_report_cut_before_its_verification_is_not_complete():
+    cut = REPORT.split(" Mop/s total")[0]
+    r = parse(cut)
+    assert r["time_s"] == 1.23 and r["verification"] is None and r["complete"] is False
+    assert parse(REPORT.replace(" Time in seconds =                     1.23\n", ""))["complete"] is False

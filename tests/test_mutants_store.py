@@ -1,0 +1,408 @@
+"""Records (numaplace.record.store): the workflow's last lines about a study, retry-failed
+and set-aside, as a user meets them. Written against the mutants mutmut left alive
+(tests/benchmarks/mutation_score.sh); each test pins what the console or the results
+folder shows, not how the code gets there."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from numaplace.record import store
+from numaplace.record.store import KEPT, workflow_outcome
+
+pytestmark = pytest.mark.unit
+
+
+# -- workflow_outcome: the last lines of `snakemake` / `numaplace run` --------------------
+
+def _records(tmp_path, *statuses):
+    """One record.json per status (None: a planned run without a record; a dict: the
+    record as given; a str starting with '!': that text as the file; bytes: those bytes)."""
+    paths = []
+    for i, st in enumerate(statuses):
+        p = tmp_path / "runs" / f"r{i}" / "record.json"
+        paths.append(p)
+        if st is None:
+            continue
+        p.parent.mkdir(parents=True)
+        if isinstance(st, bytes):
+            p.write_bytes(st)
+        elif isinstance(st, str) and st.startswith("!"):
+            p.write_text(st[1:])
+        else:
+            p.write_text(json.dumps(st if isinstance(st, dict) else {"status": st}))
+    return paths
+
+
+def _builds(tmp_path, *builds):
+    paths = []
+    for i, b in enumerate(builds):
+        p = tmp_path / "build" / f"b{i}.build.json"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(b if isinstance(b, str) else json.dumps(b))
+        paths.append(p)
+    return paths
+
+
+def test_every_run_ok_is_one_line_and_no_failure(tmp_path):
+    lines, failed = workflow_outcome("s", _records(tmp_path, "ok", "ok", "ok"), [], "rep")
+    assert (lines, failed) == (["numaplace: 3 of 3 runs of study s ok"], False)
+
+
+def test_failed_runs_are_counted_by_status_and_listed_with_their_reasons(tmp_path):
+    recs = _records(tmp_path, "ok", {"status": "timeout"}, {"status": "failed", "reason": "exit status 1"}, "ok")
+    lines, failed = workflow_outcome("s", recs, [], "rep")
+    assert lines == [
+        "numaplace: 2 of 4 runs of study s failed (failed: 1, timeout: 1); they stay in the report "
+        "(rep/summary.md: Failed and unverified runs); why, in each one's record.json:",
+        f"  {recs[1]}: timeout",
+        f"  {recs[2]}: failed: exit status 1"]
+    assert failed is False                   # some runs succeeded: the study did not fail
+
+
+def test_only_the_first_failed_runs_are_listed_and_long_reasons_cut(tmp_path):
+    recs = _records(tmp_path, *[{"status": "failed", "reason": "x" * 300}] * 7, "ok")
+    lines, failed = workflow_outcome("s", recs, [], "rep", shown=2)
+    assert lines[1:] == [f"  {recs[0]}: failed: {'x' * 200}", f"  {recs[1]}: failed: {'x' * 200}",
+                         "  ... and 5 more"]
+    assert lines[0].startswith("numaplace: 7 of 8 runs of study s failed (failed: 7);")
+    lines, _ = workflow_outcome("s", recs[:2], [], "rep", shown=2)
+    assert not any("more" in line for line in lines)
+
+
+def test_no_run_succeeded_fails_the_study_and_names_the_record_to_read(tmp_path):
+    recs = _records(tmp_path, {"status": "failed", "reason": "exit status 2"}, "placement-failed")
+    lines, failed = workflow_outcome("s", recs, [], "rep")
+    assert failed is True
+    assert lines[-1] == f"numaplace: study s failed: no run succeeded; read {recs[0]} (its reason)"
+    (recs[0].parent / "stderr").write_text("Segmentation fault\n")
+    lines, failed = workflow_outcome("s", recs, [], "rep")
+    assert lines[-1] == (f"numaplace: study s failed: no run succeeded; read {recs[0]} (its reason) "
+                         f"and {recs[0].parent / 'stderr'}")
+
+
+def test_runs_without_records(tmp_path):
+    """Planned runs with no record: said when this invocation made the runs; a study of
+    which nothing was made or kept says nothing about its runs and does not fail."""
+    recs = _records(tmp_path, "ok", None, None)
+    lines, failed = workflow_outcome("s", recs, [], "rep")
+    assert lines == ["numaplace: 2 of 3 runs of study s have no record (not measured, or their job "
+                     "failed: see Snakemake's messages above)"]
+    assert failed is False
+    assert workflow_outcome("s", recs, [], "rep", runs_made=False) == ([], False)
+    nothing = _records(tmp_path / "none", None, None)
+    assert workflow_outcome("s", nothing, [], "rep", runs_made=False) == ([], False)
+    lines, failed = workflow_outcome("s", nothing, [], "rep")
+    assert failed is True and lines[-1] == "numaplace: study s failed: no run succeeded"
+
+
+def test_a_report_only_invocation_never_fails_on_failed_runs(tmp_path):
+    recs = _records(tmp_path, "failed")
+    lines, failed = workflow_outcome("s", recs, [], "rep", runs_made=False)
+    assert failed is False and lines[0].startswith("numaplace: 1 of 1 runs of study s failed (failed: 1)")
+
+
+@pytest.mark.parametrize("text", ["!{not json", "![1, 2]", '!{"reason": "no status"}', b"\xff\xfe{}"])
+def test_a_record_that_does_not_read_is_counted_unreadable(tmp_path, text):
+    recs = _records(tmp_path, "ok", text)
+    lines, _ = workflow_outcome("s", recs, [], "rep")
+    assert "(unreadable: 1)" in lines[0]
+    if text == '!{"reason": "no status"}':
+        assert lines[1] == f"  {recs[1]}: unreadable: no status"
+    else:
+        assert lines[1] == f"  {recs[1]}: unreadable: {recs[1]} does not read as a record"
+
+
+def test_failed_builds_are_listed_with_their_logs_and_fail_the_study(tmp_path):
+    builds = _builds(tmp_path,
+                     {"status": "ok", "bench": "cg", "class": "A", "variant": "default"},
+                     {"status": "failed", "bench": "mg", "class": "B", "variant": "default",
+                      "reason": "make exited 2", "log": "logs/mg.B.log"},
+                     {"status": "failed", "bench": "cg", "class": "B", "variant": "serial-init",
+                      "reason": "see logs/cg.B.log", "log": "logs/cg.B.log"},
+                     {"bench": "ft"},
+                     "{not json", "[1]")
+    recs = _records(tmp_path, "ok")
+    lines, failed = workflow_outcome("s", recs, builds, "rep")
+    assert lines == ["numaplace: 3 of 6 builds of study s failed:",
+                     "  mg.B (default): make exited 2 (log: logs/mg.B.log)",
+                     "  cg.B (serial-init): see logs/cg.B.log",
+                     "  ft.None (None): no reason recorded",
+                     "numaplace: 1 of 1 runs of study s ok",
+                     "numaplace: study s failed: 3 build(s) failed; read the build log logs/mg.B.log"]
+    assert failed is True
+    lines, failed = workflow_outcome("s", recs, builds, "rep", shown=1)
+    assert lines[1:3] == ["  mg.B (default): make exited 2 (log: logs/mg.B.log)", "  ... and 2 more"]
+    # builds this invocation did not make (a report of earlier results): said, not failed
+    lines, failed = workflow_outcome("s", recs, builds, "rep", builds_made=False)
+    assert failed is False and lines[0] == "numaplace: 3 of 6 builds of study s failed:"
+
+
+def test_failed_build_and_no_run_succeeded_names_the_build_log(tmp_path):
+    builds = _builds(tmp_path, {"status": "failed", "bench": "cg", "class": "A", "variant": "default",
+                                "log": "logs/cg.A.log"})
+    recs = _records(tmp_path, {"status": "build-failed", "reason": "the build failed"})
+    lines, failed = workflow_outcome("s", recs, builds, "rep")
+    assert failed is True
+    assert lines[-1] == "numaplace: study s failed: 1 build(s) failed; read the build log logs/cg.A.log"
+    assert lines[1] == "  cg.A (default): no reason recorded (log: logs/cg.A.log)"
+
+
+def test_a_study_without_builds_or_runs_says_nothing(tmp_path):
+    assert workflow_outcome("s", [], [], "rep") == ([], False)
+    assert workflow_outcome("s", [], [tmp_path / "missing.build.json"], "rep") == ([], False)
+
+
+# -- retry-failed and set-aside -----------------------------------------------------------
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "records" / "results" / "fixture"
+RID = "cg.A.default.c0-3_loc_p_nc.r2"
+
+
+def a_record(status="ok", **fields):
+    return {**store.read_record(FIXTURE / "runs" / RID / "record.json"), "status": status, **fields}
+
+
+def written(root, rec, rid=RID):
+    """A run folder as the runner leaves it: record.json (+ KEPT), write-protected."""
+    rundir = root / "runs" / rid
+    rundir.mkdir(parents=True, exist_ok=True)
+    store.write_record(rundir / "record.json", rec)
+    (rundir / "stdout").write_text("NPB output\n")
+    return rundir
+
+
+def replaced_by_garbage(rundir):
+    """record.json replaced (not rewritten in place) by a copy that does not read: an
+    editor, a half-copied backup. KEPT still holds the measurement."""
+    (rundir / "record.json").unlink()
+    (rundir / "record.json").write_text('{"run_id": "half a rec')
+
+
+def test_a_written_record_is_write_protected_but_readable(tmp_path):
+    rundir = written(tmp_path, a_record())
+    mode = stat.S_IMODE(os.stat(rundir / "record.json").st_mode)
+    assert mode & 0o222 == 0 and mode & 0o444 == 0o444
+    assert os.path.samefile(rundir / "record.json", rundir / KEPT)
+    assert not list(rundir.glob("*.tmp"))
+
+
+def test_retry_restores_an_intact_kept_record_instead_of_setting_an_ok_run_aside(tmp_path, capsys):
+    rundir = written(tmp_path, a_record("ok"))
+    replaced_by_garbage(rundir)
+    assert store.set_aside_failed(tmp_path) == []
+    err = capsys.readouterr().err
+    assert err == (f"restored {RID} (ok) from its intact {rundir / KEPT}; the copy that did not read "
+                   f"is kept as {rundir}/record.unreadable*.json\n")
+    assert store.read_record(rundir / "record.json")["status"] == "ok"
+    assert (rundir / "record.unreadable.json").read_text() == '{"run_id": "half a rec'
+    assert not (rundir / "attempts").exists()
+
+
+def test_retry_judges_a_restored_record_by_its_own_status(tmp_path):
+    rundir = written(tmp_path, a_record("timeout", reason="timed out after 60 s"))
+    replaced_by_garbage(rundir)
+    said = []
+    assert store.set_aside_failed(tmp_path, ["timeout"], say=said.append) == [(RID, "timeout")]
+    assert len(said) == 1 and said[0].startswith(f"restored {RID} (timeout) from its intact")
+    assert store.read_record(rundir / "attempts" / "1" / "record.json")["status"] == "timeout"
+    assert (rundir / "attempts" / "1" / "record.unreadable.json").exists()
+    assert not (rundir / "record.json").exists()
+
+
+def test_an_unreadable_record_without_a_kept_copy_is_set_aside_as_unreadable(tmp_path):
+    rundir = written(tmp_path, a_record("ok"))
+    (rundir / KEPT).unlink()
+    replaced_by_garbage(rundir)
+    said = []
+    assert store.set_aside_failed(tmp_path, say=said.append) == [(RID, "unreadable")]
+    assert said == [] and (rundir / "attempts" / "1" / "record.json").read_text() == '{"run_id": "half a rec'
+
+
+def test_a_restored_copy_never_overwrites_an_earlier_unreadable_one(tmp_path):
+    rundir = written(tmp_path, a_record("ok"))
+    (rundir / "record.unreadable.json").write_text("an earlier one")
+    replaced_by_garbage(rundir)
+    assert store.restore_kept(rundir)["status"] == "ok"
+    assert (rundir / "record.unreadable.json").read_text() == "an earlier one"
+    assert (rundir / "record.unreadable-2.json").read_text() == '{"run_id": "half a rec'
+
+
+def test_restore_kept_leaves_a_run_alone_unless_its_record_is_broken(tmp_path):
+    rundir = written(tmp_path, a_record("ok"))
+    assert store.restore_kept(rundir) is None                      # the same file
+    (rundir / KEPT).unlink()
+    assert store.restore_kept(rundir) is None                      # no KEPT
+    (rundir / KEPT).write_text((rundir / "record.json").read_text())
+    assert store.restore_kept(rundir) is None                      # another file, but record.json reads
+    replaced_by_garbage(rundir)
+    (rundir / KEPT).write_text("also broken")
+    assert store.restore_kept(rundir) is None                      # neither reads
+    (rundir / "record.json").unlink()
+    assert store.restore_kept(rundir) is None and not (rundir / "record.json").exists()
+
+
+def test_retrying_a_build_failed_run_sets_its_failed_build_record_aside(tmp_path):
+    binary = tmp_path / "build" / "bin" / "cg.A.x"
+    binary.parent.mkdir(parents=True)
+    build = binary.parent / "cg.A.build.json"
+    build.write_text(json.dumps({"status": "failed", "reason": "make exited 2"}))
+    written(tmp_path, a_record("build-failed", binary=str(binary)))
+    assert store.set_aside_failed(tmp_path) == [(RID, "build-failed")]
+    assert not build.exists()
+    assert json.loads((binary.parent / "cg.A.build.failed-1.json").read_text())["reason"] == "make exited 2"
+    # its build fails again: the next retry keeps both failed build records
+    build.write_text(json.dumps({"status": "failed", "reason": "make exited 3"}))
+    written(tmp_path, a_record("build-failed", binary=str(binary)))
+    store.set_aside_failed(tmp_path)
+    assert sorted(p.name for p in binary.parent.iterdir()) == ["cg.A.build.failed-1.json", "cg.A.build.failed-2.json"]
+    assert json.loads((binary.parent / "cg.A.build.failed-2.json").read_text())["reason"] == "make exited 3"
+
+
+def test_a_build_that_succeeded_since_is_not_built_again(tmp_path):
+    binary = tmp_path / "bin" / "cg.A.x"
+    binary.parent.mkdir(parents=True)
+    (binary.parent / "cg.A.build.json").write_text(json.dumps({"status": "ok"}))
+    written(tmp_path, a_record("build-failed", binary=str(binary)))
+    written(tmp_path, a_record("failed", binary=str(binary)), rid="cg.A.default.c0-3_loc_p_nc.r3")
+    store.set_aside_failed(tmp_path)
+    assert [p.name for p in binary.parent.iterdir()] == ["cg.A.build.json"]
+
+
+def test_a_failed_build_record_is_kept_when_another_status_is_retried(tmp_path):
+    binary = tmp_path / "bin" / "cg.A.x"
+    binary.parent.mkdir(parents=True)
+    (binary.parent / "cg.A.build.json").write_text(json.dumps({"status": "failed"}))
+    written(tmp_path, a_record("failed", binary=str(binary)))
+    assert store.set_aside_failed(tmp_path) == [(RID, "failed")]
+    assert [p.name for p in binary.parent.iterdir()] == ["cg.A.build.json"]
+
+
+def test_an_interrupted_attempt_goes_to_interrupted_never_mixed_with_attempts(tmp_path):
+    """A run folder with files but no record (the run was killed): its files go to
+    interrupted/<date>T<time>/; a second one in the same second gets its own folder."""
+    rundir = tmp_path / "runs" / RID
+    (rundir / "attempts" / "1").mkdir(parents=True)
+    (rundir / "interrupted").mkdir()
+    (rundir / "stdout").write_text("half\n")
+    first = store.set_aside(rundir)
+    (rundir / "stdout").write_text("again\n")
+    second = store.set_aside(rundir)
+    assert first.parent == second.parent == rundir / "interrupted"
+    assert re.fullmatch(r"\d{8}T\d{6}", first.name)
+    assert second != first
+    assert (first / "stdout").read_text() == "half\n" and (second / "stdout").read_text() == "again\n"
+    assert sorted(p.name for p in rundir.iterdir()) == ["attempts", "interrupted"]
+    assert store.set_aside(rundir) is None                         # nothing left to set aside
+    assert store.set_aside(tmp_path / "runs" / "never-made") is None
+
+
+def test_interrupted_attempts_in_the_same_second_are_numbered(tmp_path, monkeypatch):
+    import datetime as dt
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2026, 11, 26, 9, 5, 7)
+    monkeypatch.setattr(dt, "datetime", Frozen)
+    rundir = tmp_path / "runs" / RID
+    names = []
+    for i in range(3):
+        rundir.mkdir(parents=True, exist_ok=True)
+        (rundir / "stdout").write_text(f"{i}\n")
+        names.append(store.set_aside(rundir).name)
+    assert names == ["20261126T090507", "20261126T090507-2", "20261126T090507-3"]
+
+
+def test_an_attempts_record_is_writable_again(tmp_path):
+    """Snakemake write-protects a finished record; set aside as an attempt, it is its
+    owner's to edit or remove again (its other files move as they are)."""
+    rundir = written(tmp_path, a_record("failed"))
+    protected = stat.S_IMODE(os.stat(rundir / "record.json").st_mode)
+    dest = store.set_aside(rundir)
+    assert stat.S_IMODE(os.stat(dest / "record.json").st_mode) == protected | stat.S_IWUSR
+    assert sorted(p.name for p in dest.iterdir()) == ["record.json", "stdout"]
+
+
+def test_a_record_and_a_different_kept_both_reading_are_both_kept(tmp_path):
+    """record.json rewritten as a new file (both read): the attempt's record is
+    record.json, the other copy stays beside it as record.kept.json."""
+    rundir = written(tmp_path, a_record("failed"))
+    (rundir / KEPT).unlink()
+    (rundir / KEPT).write_text(json.dumps(a_record("timeout")))
+    dest = store.set_aside(rundir)
+    assert store.read_record(dest / "record.json")["status"] == "failed"
+    assert store.read_record(dest / KEPT)["status"] == "timeout"
+
+
+def test_kept_alone_becomes_the_attempts_record(tmp_path):
+    """Snakemake removed record.json to run the job again: KEPT is the attempt's record."""
+    rundir = written(tmp_path, a_record("failed"))
+    (rundir / "record.json").unlink()
+    dest = store.set_aside(rundir)
+    assert store.read_record(dest / "record.json")["status"] == "failed"
+    assert sorted(p.name for p in dest.iterdir()) == ["record.json", "stdout"]
+
+
+def test_two_set_asides_at_once_never_share_an_attempt(tmp_path, monkeypatch):
+    """Another process takes attempts/2 between this one's look and its mkdir: this one
+    takes attempts/3."""
+    rundir = written(tmp_path, a_record("failed"))
+    (rundir / "attempts" / "1").mkdir(parents=True)
+    real_iterdir, raced = Path.iterdir, []
+
+    def iterdir(self):
+        names = list(real_iterdir(self))
+        if self.name == "attempts" and not raced:
+            raced.append(True)
+            (self / "2").mkdir()                                   # the other process
+            return iter(p for p in names if p.name != "2")
+        return iter(names)
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    assert store.set_aside(rundir) == rundir / "attempts" / "3"
+
+
+# -- keep_records: every current record gets its second name -------------------------------
+
+def test_keep_records_links_every_record_that_lacks_its_kept(tmp_path):
+    rids = [f"cg.A.default.c0-3_loc_p_nc.r{i}" for i in range(1, 9)]
+    for i, rid in enumerate(rids):
+        if i % 3 == 0:
+            (tmp_path / "runs" / rid).mkdir(parents=True)          # planned, not measured yet
+            continue
+        rundir = written(tmp_path, a_record("ok", run_id=rid), rid)
+        if i % 3 == 1:
+            (rundir / KEPT).unlink()                               # written before KEPT existed
+    linked = store.keep_records(tmp_path)
+    assert sorted(p.parent.name for p in linked) == [rid for i, rid in enumerate(rids) if i % 3 == 1]
+    for i, rid in enumerate(rids):
+        if i % 3:
+            assert os.path.samefile(tmp_path / "runs" / rid / "record.json", tmp_path / "runs" / rid / KEPT)
+    assert store.keep_records(tmp_path) == []
+    assert store.keep_records(tmp_path / "nothing") == []
+
+
+def test_keep_records_moves_aside_a_kept_that_is_another_file_or_a_dangling_link(tmp_path):
+    rundir = written(tmp_path, a_record("ok"))
+    (rundir / KEPT).unlink()
+    (rundir / KEPT).write_text((rundir / "record.json").read_text())     # a copy, not a link
+    other = written(tmp_path, a_record("ok", run_id="x"), "x")
+    (other / KEPT).unlink()
+    (other / KEPT).symlink_to(other / "gone.json")
+    assert sorted(p.parent.name for p in store.keep_records(tmp_path)) == [RID, "x"]
+    assert os.path.samefile(rundir / "record.json", rundir / KEPT)
+    assert (rundir / "record.kept-2.json").is_file()
+    assert os.path.samefile(other / "record.json", other / KEPT)
+    assert (other / "record.kept-2.json").is_symlink()
+
+
+def test_keep_records_leaves_restore_kepts_case_to_it(tmp_path):
+    rundir = written(tmp_path, a_record("ok"))
+    replaced_by_garbage(rundir)
+    assert store.keep_records(tmp_path) == []
+    assert store.read_record(rundir / KEPT)["status"] == "ok"
