@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import need_rig
-from test_numa_vm import GUEST_SCRIPT, _skip_unless_numa_vm, vm_study
+from test_numa_vm import GUEST_SCRIPT, _skip_unless_numa_vm, boot_and_run, vm_study
 
 from numaplace.judge.fidelity import judge
 from numaplace.plan.study import Study
@@ -48,7 +48,7 @@ def numa_vm(tool, opts, shares, command, timeout, started):
     argv = [str(tool), "run", *opts]
     for s in shares:
         argv += ["--share", str(s)]
-    p = subprocess.run([*argv, "--timeout", str(timeout), "--", *command], capture_output=True, text=True)
+    p = boot_and_run([*argv, "--timeout", str(timeout), "--", *command], started)
     if p.returncode == 125 and not Path(started).exists():
         need_rig(f"numa-vm cannot boot here (exit 125): {p.stderr.strip()[-1500:]}")
     return p
