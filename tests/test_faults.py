@@ -396,7 +396,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     key = load_study_file(wf / f"{name}.yaml", wf / "config").build_key()
     build_record = wf / "results/build" / key / "default/bin/cg.S.build.json"
     assert not build_record.exists()
-    with a_run_in_progress(wf, f"bl-run-{who}", seconds=60, who=who) as (p, rundir, binary):
+    with a_run_in_progress(wf, f"bl-run-{who}", seconds=25, who=who) as (p, rundir, binary):
         b = start(wf, f"{name}.yaml", "build", unprivileged=who)
         out_b, _ = b.communicate(timeout=900)
         out_a, _ = p.communicate(timeout=300)
@@ -407,7 +407,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     assert build["status"] == "ok", build["reason"]
     assert build["started"] >= run["ended"], (f"the build ({build['started']}..{build['ended']}) overlapped "
                                               f"the measured run ({run['started']}..{run['ended']})")
-    assert run["wall_s"] >= 59, run                 # the wrapped binary really ran (its 60 s sleep)
+    assert run["wall_s"] >= 24, run                 # the wrapped binary really ran (its 25 s sleep)
     assert build["lock_wait_s"] > 1, (build, run["started"], run["ended"], out_b[-3000:])
 
 

@@ -76,6 +76,11 @@ def _parser():
     s.add_argument("--study")
     s.add_argument("--description")
     s.add_argument("--plan")
+    x = sub.add_parser("explain", help="a study's NPB placements explained by node × node memory matrices: "
+                       "its own, or another study's of the same machine")
+    x.add_argument("--tables", required=True, help="results/<study>/tables")
+    x.add_argument("--matrices", help="memory_matrix.csv to use (default: the study's own)")
+    x.add_argument("--out", help="write explain.csv here as well")
     rp = sub.add_parser("report", help="records → tables → figures → summary.md → report.html, in one process "
                         "(the make_report rule)")
     for opt in ("--results", "--plan", "--tables", "--figures", "--summary", "--html"):
@@ -249,6 +254,33 @@ def _measure(a):
     return 0
 
 
+def _explain(a):
+    """explain.csv again, with the study's own matrices or another's; the verdicts and the
+    placements the model does not explain, as Markdown on stdout."""
+    import pandas as pd
+    from numaplace.tables import aggregate
+    from numaplace.tables.explain import explain_table
+    from numaplace.report.summary import explain_markdown
+    t = aggregate.read_tables(a.tables)
+    matrix = t.get("memory_matrix")
+    if a.matrices:
+        try:
+            matrix = pd.read_csv(a.matrices)
+        except (OSError, ValueError) as e:
+            sys.stderr.write(f"numaplace explain: {a.matrices}: cannot read a memory_matrix.csv: {e}\n")
+            return 2
+        missing = {"bench", "mode", "size_bytes", "via", "reader_node", "memory_node", "median"} - set(matrix)
+        if missing:
+            sys.stderr.write(f"numaplace explain: {a.matrices}: not a memory_matrix.csv: no column "
+                             f"{', '.join(sorted(missing))}\n")
+            return 2
+    ex = explain_table(t["summary"], t["runs"], t["numa_pages"], matrix)
+    if a.out:
+        ex.to_csv(a.out, index=False)
+    print("\n".join(explain_markdown(ex)[2:]))
+    return 0
+
+
 def _run_args(argv):
     """`run --spec S (--build B | --binary X) --record R`, read without argparse: the
     measure rule starts one runner per run, and building the whole parser costs more
@@ -292,6 +324,8 @@ def main(argv=None):
     elif a.cmd == "summary":
         from numaplace.report.summary import write_summary
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
+    elif a.cmd == "explain":
+        return _explain(a)
     elif a.cmd == "report":
         from numaplace.report.make import make_report
         make_report(a.results, a.plan, a.tables, a.figures, a.summary, a.html, json.loads(a.fidelity),

@@ -398,6 +398,42 @@ def variability_figures(summary, w):
                {"bench": bench, "class": cls, "variant": variant, "threads": None})
 
 
+# -- predicted memory cost vs measured time (tables/explain.py) ---------------------------
+
+def explain_figures(explain, w):
+    """One point per placement: the model's predicted cost against the measured median
+    (whiskers min-max), the fitted line, unexplained placements in red and named."""
+    d = explain[explain["predicted"].notna()] if len(explain) else explain
+    for (bench, cls, variant, threads), g in d.groupby(["bench", "class", "variant", "threads"], sort=True):
+        if len(g) < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(w.cfg["width"] * 0.75, 4.0))
+        x, y = g["predicted"].astype(float), g["time_median_s"].astype(float)
+        missed = (g["explained"] == "no").to_numpy()
+        ax.errorbar(x, y, yerr=[y - g["time_min_s"].astype(float), g["time_max_s"].astype(float) - y],
+                    fmt="none", ecolor="grey", capsize=2, zorder=2)
+        ax.scatter(x[~missed], y[~missed], color=COLORS["best"], zorder=3, label="explained")
+        if missed.any():
+            ax.scatter(x[missed], y[missed], color=COLORS["worst"], zorder=3, label="not explained")
+        if g["fitted_s"].notna().any():
+            order = np.argsort(x.to_numpy())
+            ax.plot(x.to_numpy()[order], g["fitted_s"].astype(float).to_numpy()[order], color="black", lw=0.8,
+                    ls="--", label="least-squares line")
+        for xi, yi, lab, m in zip(x, y, g["placement"], missed):
+            if m or len(g) <= 12:
+                ax.annotate(textwrap.shorten(str(lab), 40, placeholder="…"), (xi, yi), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel(f"predicted memory cost of the slowest thread ({g['predicted_unit'].iloc[0]})")
+        ax.set_ylabel("NPB time (s): median, whiskers min–max")
+        verdict = str(g["case_verdict"].iloc[0])
+        title = f"{FIGURES['explain']} — {_case_title(bench, cls, variant, int(threads))}"
+        ax.set_title(title + "\n" + textwrap.shorten(verdict, 90, placeholder="…"), loc="left", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        w.save(fig, "explain", _stem(bench, cls, variant, f"t{int(threads)}"), title,
+               {"bench": bench, "class": cls, "variant": variant, "threads": int(threads)})
+
+
 def make_figures(tables, out_dir, settings=None):
     """Every figure of KINDS from the tables ({name: DataFrame}, see aggregate.read_tables)
     into out_dir/<kind>/; writes out_dir/figures.csv and returns it as a DataFrame."""
@@ -417,6 +453,7 @@ def make_figures(tables, out_dir, settings=None):
     pages_figures(tables["numa_pages"], summary, w)
     serial_init_figures(summary, w)
     variability_figures(summary, w)
+    explain_figures(tables["explain"], w)
     for owner, _ in groups("draw"):         # each kind's own figures
         owner.draw(tables, w)
     cols = ["kind", "bench", "class", "variant", "threads", "title", *cfg["formats"]]

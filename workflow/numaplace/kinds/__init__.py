@@ -142,10 +142,11 @@ COMMON_TABLES = {
     "best_worst": "Per (kind, class, variant, threads): the best and the worst placement",
     "numa_pages": "Data pages per NUMA node per run, at the judged footprint",
     "numastat": "numastat counters per run and per group",
+    "explain": "Per placement: memory cost predicted from the node × node matrices vs measured time",
 }
 COMMON_FIGURES = {"duration": "Duration per placement", "best_worst": "Best vs worst placement",
                   "pages": "Pages per NUMA node", "serial_init": "Serial initialisation vs default",
-                  "variability": "Run-to-run variability"}
+                  "variability": "Run-to-run variability", "explain": "Predicted memory cost vs measured time"}
 
 
 def groups(method):

@@ -191,6 +191,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     out += system_markdown(current)
     if npb:
         out += _best_worst_markdown(bw)
+        out += explain_markdown(tables.get("explain"))
     out += _failed_markdown(runs)
     out += _drift_markdown(runs)
     out += _flagged_runs(runs)
@@ -245,6 +246,31 @@ def _best_worst_markdown(bw):
         ("beyond noise", "differs"),
         ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
         ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]
+
+
+def explain_markdown(ex):
+    """Why: each case's placements ranked by the memory model and by measured time."""
+    out = ["## Why: placements explained by the memory matrices", "",
+           "Each placement's memory cost predicted from this study's node × node matrices (memlat "
+           "latency for CG, membw bandwidth for MG), weighted by where its runs' pages were and where "
+           "its threads ran; the slowest thread's cost counts (a barrier ends each step). Spearman: rank "
+           "correlation of predicted cost and measured median. *Not explained*: more than 10 % off the "
+           "least-squares line and the line outside the runs' min–max (the model in explain.csv's "
+           "caption and numaplace/tables/explain.py).", ""]
+    if ex is None or not len(ex):
+        return out + ["No NPB placement has an ok run yet.", ""]
+    cases = ex.drop_duplicates(["bench", "class", "variant", "threads"])
+    out += [md_table(cases, [("bench", lambda r: str(r["bench"]).upper()), ("class", "class"),
+                             ("variant", "variant"), ("threads", "threads"), ("verdict", "case_verdict")]), ""]
+    missed = ex[ex["explained"] == "no"]
+    if len(missed):
+        m, more = _limited(missed, "placements")
+        out += ["Placements the model does not explain:", "", md_table(m, [
+            ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("threads", "threads"),
+            ("placement", "placement"), ("threads per node", "thread_nodes"), ("pages per node", "page_shares"),
+            ("measured (s)", lambda r: _s(r["time_median_s"])), ("line (s)", lambda r: _s(r["fitted_s"])),
+            ("off", lambda r: _pct(r["off_pct"])), ("what the records saw", "cause")]) + more, ""]
+    return out
 
 
 def _failed_markdown(runs):

@@ -46,6 +46,7 @@ from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import Record, iter_records
 from numaplace.core.stats import ALPHA, improvement, mann_whitney_p, repetitions_needed, summary_stats
 from numaplace.kinds import groups, table_captions
+from numaplace.tables.explain import explain_table
 from numaplace.machine.system import REPORTED
 
 GROUP_KEYS = ["bench", "class", "variant", "threads", "placement_id"]
@@ -127,6 +128,7 @@ def record_row(rec, thresholds=None):
         "placement_id": p.get("id"),
         "placement": label_of(p) if p else None,
         "cpus": p.get("cpus"), "layout": p.get("layout"),
+        "thread_nodes": thread_nodes(p, rec.node_of()) if p else None,
         "memory": memory_label_of(p) if p.get("memory") else None,
         "binding": p.get("binding"), "launcher": p.get("launcher"),
         "status": rec.status, "reason": rec.get("reason"),
@@ -154,6 +156,22 @@ def record_row(rec, thresholds=None):
         "_data_pages": pages,
         "_numastat": delta,
     }
+
+
+def thread_nodes(p, node_of):
+    """Threads per node, "node:threads,..." (e.g. "2:2,3:2"), from the placement's CPUs
+    on the run's machine: one thread per CPU where there are as many, else the threads
+    spread over the CPUs' nodes in proportion (the kernel schedules them within)."""
+    from numaplace.core.cpulist import parse_cpulist
+    try:
+        cpus = parse_cpulist(str(p.get("cpus") or ""))
+    except ValueError:
+        return None
+    nodes = [node_of(c) for c in cpus]
+    if not cpus or None in nodes or not p.get("threads"):
+        return None
+    per = {n: nodes.count(n) * int(p["threads"]) / len(cpus) for n in sorted(set(nodes))}
+    return ",".join(f"{n}:{k:g}" for n, k in per.items())
 
 
 def load_rows(records, thresholds=None):
@@ -424,6 +442,8 @@ def build_tables(results_dir, plan_path=None, thresholds=None):
               "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
     for owner, names in groups("make_tables"):
         tables.update(owner.make_tables([r for r in records if r.get("bench") in names], thresholds_of(thresholds)))
+    # the NPB placements explained by the memory matrices measured beside them
+    tables["explain"] = explain_table(summary, runs, tables["numa_pages"], tables.get("memory_matrix"))
     return {name: tables[name] for name in table_captions()}
 
 
