@@ -117,3 +117,18 @@ def test_thesis_x4600_inner_nodes_rank_best():
     assert max(inner) < min(outer) and min(outer) / max(inner) == pytest.approx(1.31, abs=0.01)
     pair = lambda a, b: predicted_cost({a: 2, b: 2}, {a: 0.5, b: 0.5}, mat, owner=True, shared=1 / 3)
     assert pair(2, 3) < pair(0, 1) < pair(0, 7)
+
+
+def test_an_eight_percent_remote_penalty_is_not_flat(vm_tables):
+    """Flat means within 5 %: remote memory 8 % dearer still ranks MG.W's placements."""
+    ex = explain(vm_tables, both(100.0, 108.0))
+    mg = ex[(ex["bench"] == "mg") & (ex["variant"] == "default")]
+    assert mg["case_verdict"].iloc[0].startswith("Spearman"), mg["case_verdict"].iloc[0]
+
+
+def test_shared_loads_follow_npb():
+    """CG: the gathered p(colidx), 1 load in 3 of the mat-vec; MG: 2 halo planes of n/T."""
+    from numaplace.tables.explain import shared_share
+    assert shared_share("cg", "B", 4) == pytest.approx(1 / 3)
+    assert shared_share("mg", "W", 2) == pytest.approx(2 * 2 / 128)
+    assert shared_share("mg", "S", 32) == 1.0                        # capped: every plane is a halo

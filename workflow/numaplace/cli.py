@@ -5,6 +5,8 @@
     numaplace build | measure                    one NPB build / one chunk of runs (rules)
     numaplace run                                one measured run, by hand
     numaplace tables | figures | summary | html  the report's steps (rules)
+    numaplace explain --tables DIR [--matrices CSV]  placements explained by memory matrices
+    numaplace compare results/a results/b ...    one report over several studies
     numaplace pbs-submit | pbs-status            PBS Pro / Torque glue (profiles/pbs*)
     numaplace platform detect --name NAME        a platform file for this machine (stdout)
 """
@@ -81,6 +83,10 @@ def _parser():
     x.add_argument("--tables", required=True, help="results/<study>/tables")
     x.add_argument("--matrices", help="memory_matrix.csv to use (default: the study's own)")
     x.add_argument("--out", help="write explain.csv here as well")
+    c = sub.add_parser("compare", help="one report over several studies: one machine over time, or several "
+                       "machines side by side")
+    c.add_argument("results", nargs="+", help="results/<study> folders; the first is the reference")
+    c.add_argument("--out", default="report/compare", help="folder for compare.html, compare.md and the CSVs")
     rp = sub.add_parser("report", help="records → tables → figures → summary.md → report.html, in one process "
                         "(the make_report rule)")
     for opt in ("--results", "--plan", "--tables", "--figures", "--summary", "--html"):
@@ -324,6 +330,14 @@ def main(argv=None):
     elif a.cmd == "summary":
         from numaplace.report.summary import write_summary
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
+    elif a.cmd == "compare":
+        from numaplace.report.compare import compare
+        try:
+            lines = compare(a.results, a.out)
+        except ValueError as e:
+            sys.stderr.write(f"numaplace compare: {e}\n")
+            return 2
+        print("\n".join(lines) + f"\nreport: {Path(a.out) / 'compare.html'}")
     elif a.cmd == "explain":
         return _explain(a)
     elif a.cmd == "report":
