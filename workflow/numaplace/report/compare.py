@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from numaplace.core.stats import mann_whitney_p
+from numaplace.core.text import counted
 from numaplace.machine.system import REPORTED
 
 CASE = ["bench", "class", "variant", "threads"]
@@ -157,6 +158,8 @@ def best_per_study(studies):
     rows = []
     for s in studies:
         for r in s.tables["best_worst"].to_dict("records"):
+            if r["best_placement_id"] == r["worst_placement_id"]:
+                continue                                   # one placement: no best to name
             rows.append({**{c: r[c] for c in CASE}, "study": s.name, "best": r["best_placement"],
                          "best_median_s": r["best_median_s"], "worst": r["worst_placement"],
                          "worst_median_s": r["worst_median_s"], "improvement_pct": r["improvement_pct"],
@@ -184,7 +187,7 @@ def _figure(side, out_dir):
         ax.invert_yaxis()
         ax.set_xlabel("NPB time (s): median, whiskers min–max")
         bench, cls, variant, threads = case
-        ax.set_title(f"{str(bench).upper()} class {cls} ({variant}), {int(threads)} threads: the same placements",
+        ax.set_title(f"{str(bench).upper()} class {cls} ({variant}), {counted(int(threads), 'thread')}: the same placements",
                      loc="left", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize=8)
@@ -254,7 +257,7 @@ def compare(results_dirs, out_dir):
                       ("study", "study"), ("best", "best"), ("median (s)", lambda r: _s(r["best_median_s"])),
                       ("worst", "worst"), ("median (s)", lambda r: _s(r["worst_median_s"])),
                       ("improvement", lambda r: _pct(r["improvement_pct"])), ("beyond noise", "differs")])
-           if len(best) else "No study has an ok NPB run.", ""]
+           if len(best) else "No case of any study has two placements with an ok run.", ""]
     md += ["## The same placements side by side", ""]
     for case, name in figures:
         md += [f"![{name}]({name})", ""]
