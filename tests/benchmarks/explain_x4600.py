@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "workflow"))
+from numaplace.plan.study import load_study_file
+from numaplace.tables.aggregate import thread_nodes
+from numaplace.tables.explain import explain_table
 
-from numaplace.plan.study import load_study_file  # noqa: E402
-from numaplace.tables.aggregate import thread_nodes  # noqa: E402
-from numaplace.tables.explain import explain_table  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 MATRIX = REPO / "tests" / "fixtures" / "thesis" / "x4600_memory_matrix.csv"
 INNER = {2, 3, 4, 5}

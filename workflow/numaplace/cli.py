@@ -192,7 +192,7 @@ def _run(a):
     """One measured run. Its outcome goes to stdout (the job's log); what stopped it from
     writing a record goes to stderr in one line (the console: a full disk cannot eat it)."""
     spec = json.loads(a.spec)
-    from numaplace.machine.guard import is_disk_full, try_machine_lock
+    from numaplace.machine.guard import try_machine_lock
     window = held = None
     if spec.get("run", {}).get("idle_check") != "off" and (held := try_machine_lock()) is not None:
         # first thing, when no other run holds the machine: leave the placement's CPUs,
@@ -211,8 +211,7 @@ def _run(a):
                          f"locked); this attempt's files are then set aside\n")
         return 130
     except OSError as e:
-        cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
-        sys.stderr.write(f"numaplace run: {spec['run_id']}: no record written: {cause}: {e}\n")
+        sys.stderr.write(f"numaplace run: {spec['run_id']}: {_no_record(e)}\n")
         return 1
     _said(rec)
     from numaplace.run.progress import progress_line
@@ -224,6 +223,13 @@ def _run(a):
     return 0
 
 
+def _no_record(e):
+    """What an OSError while measuring means for the user (run and measure alike)."""
+    from numaplace.machine.guard import is_disk_full
+    cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
+    return f"no record written: {cause}: {e}"
+
+
 def _said(rec):
     print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
 
@@ -232,7 +238,6 @@ def _measure(a):
     """One chunk of a round (the measure rule). Each run's outcome goes to stdout (the
     job's log); the chunk's progress, and what stopped it, to stderr (the console)."""
     from collections import Counter
-    from numaplace.machine.guard import is_disk_full
     from numaplace.run.chunk import measure_chunk
     from numaplace.run.progress import progress_line
     from numaplace.run.runner import Interrupted
@@ -249,8 +254,7 @@ def _measure(a):
                          f"is locked)\n")
         return 130
     except OSError as e:
-        cause = "the disk is full" if is_disk_full(e) else "an operating-system error"
-        sys.stderr.write(f"numaplace measure: {name}: no record written: {cause}: {e}; the {len(done)} "
+        sys.stderr.write(f"numaplace measure: {name}: {_no_record(e)}; the {len(done)} "
                          f"of its {len(runs)} runs recorded before are kept\n")
         return 1
     counts = Counter(r["outcome"] for r in ledger["runs"])

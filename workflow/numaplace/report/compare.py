@@ -123,13 +123,12 @@ def side_by_side(studies):
     if not frames:
         return pd.DataFrame()
     allrows = pd.concat(frames)
-    counts = allrows.groupby(keys)["study"].nunique()
-    shared = counts[counts > 1].index
     base = studies[0]
     out = []
-    for key in shared:
+    for key, rows in allrows.groupby(keys, sort=True):
+        if rows["study"].nunique() < 2:
+            continue
         k = dict(zip(keys, key))
-        rows = allrows.set_index(keys).loc[[key]].reset_index()
         ref = rows[rows["study"] == base.name]
         ref_times = _times(base.tables["runs"], {**{c: k[c] for c in CASE}, "placement_id": ref["placement_id"].iloc[0]}) \
             if len(ref) else []
