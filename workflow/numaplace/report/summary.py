@@ -260,6 +260,8 @@ def explain_markdown(ex):
     if ex is None or not len(ex):
         return out + ["No NPB placement has an ok run yet.", ""]
     cases = ex.drop_duplicates(["bench", "class", "variant", "threads"])
+    if cases["case_verdict"].nunique() == 1:             # e.g. no matrices: said once, not per case
+        return out + [f"Every case ({len(cases)}): {cases['case_verdict'].iloc[0]}.", ""]
     out += [md_table(cases, [("bench", lambda r: str(r["bench"]).upper()), ("class", "class"),
                              ("variant", "variant"), ("threads", "threads"), ("verdict", "case_verdict")]), ""]
     missed = ex[ex["explained"] == "no"]
