@@ -132,3 +132,17 @@ def test_shared_loads_follow_npb():
     assert shared_share("cg", "B", 4) == pytest.approx(1 / 3)
     assert shared_share("mg", "W", 2) == pytest.approx(2 * 2 / 128)
     assert shared_share("mg", "S", 32) == 1.0                        # capped: every plane is a halo
+
+
+def test_the_answer_says_why_in_one_line(vm_tables, moved_tables):
+    """The answer's 'why' line (report/answer.py): flat matrices say no difference is
+    expected; pages moved by hand are named with their cause; no matrices: no line (the
+    machine line already says which experiment to add)."""
+    from numaplace.report.answer import why_lines
+    (flat,) = why_lines(explain(vm_tables, both(95.0, 96.0)))
+    assert flat.startswith("why (memory matrices): ") and "where the matrices expect no difference" in flat
+    (moved,) = why_lines(explain(moved_tables, both(100.0, 200.0)))
+    assert "not explained: MG.W 1/1 on 0,3 · pinned threads (migration: pages moved during the run)" in moved, moved
+    assert why_lines(vm_tables["explain"]) == []
+    (ranked,) = why_lines(explain(vm_tables, both(100.0, 200.0)))
+    assert "Spearman" in ranked

@@ -32,6 +32,12 @@ STUDY = {
          "placements": [{"matrix": {"via": "first-touch"}}]},
         {"name": "bandwidth-membind", "benchmarks": ["membw"], "args": ["--sizes", "8M", *SMALL],
          "placements": [{"matrix": {"via": "membind"}}]},
+        # loaded latency with the load on each node in turn: the chaser on CPU 0 (node 0, its
+        # chain first-touched there), its loaders on node k reading their own node's memory
+        {"name": "loaded-latency-per-node", "benchmarks": ["loadlat"],
+         "args": ["--sizes", "8M", "--delays", "0,4000", "--load-memory", "own", "--min-loads", "20000", *SMALL],
+         "binding": ["threads"],
+         "placements": [{"cpus": "0,1"}, {"cpus": "0,2,3"}, {"cpus": "0,4,5"}, {"cpus": "0,6,7"}]},
     ],
 }
 
@@ -43,7 +49,7 @@ def vm(numaplace_wheel, tmp_path_factory):
     base = tmp_path_factory.mktemp("numa-vm-memory")
     study = vm_study(base, "vmmem", STUDY)
     binaries = {}
-    for bench in ("membw", "memlat"):
+    for bench in ("membw", "memlat", "loadlat"):
         d = base / "build"
         binaries[bench] = build({}, "default", bench, "X", d / "tree", d / "bin" / f"{bench}.X.x",
                                 d / "logs" / f"{bench}.log")
@@ -68,6 +74,11 @@ def vm(numaplace_wheel, tmp_path_factory):
     return {"study": study, "records": records, "out": out}
 
 
+def cells(vm):
+    """The node x node cells' records (membw, memlat), by run id."""
+    return {rid: rec for rid, rec in vm["records"].items() if rec["bench"] in ("membw", "memlat")}
+
+
 def cell(rec):
     pid = rec["placement"]["id"]                 # mx-ft-r<reader>-m<memory> / mx-mb-...
     r, m = pid.split("-r", 1)[1].split("-m")
@@ -75,8 +86,8 @@ def cell(rec):
 
 
 def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
-    cells = {}
-    for rid, rec in vm["records"].items():
+    seen = {}
+    for rid, rec in cells(vm).items():
         assert rec["status"] == "ok", (rid, rec["reason"])
         reader, memory = cell(rec)
         rows = record_rows(Record(rec))
@@ -87,13 +98,13 @@ def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
             assert row["status"] == "ok"
         far = [row for row in rows if row["thread"] == max(r["thread"] for r in rows)]
         assert {row["reader_node"] for row in far} == {reader}, (rid, far)
-        cells[(rec["bench"], reader, memory)] = rows[0]["pages_on_memory_node"]
-    assert len([c for c in cells if c[0] == "memlat"]) == 16
-    assert len([c for c in cells if c[0] == "membw"]) == 16
+        seen[(rec["bench"], reader, memory)] = rows[0]["pages_on_memory_node"]
+    assert len([c for c in seen if c[0] == "memlat"]) == 16
+    assert len([c for c in seen if c[0] == "membw"]) == 16
     sys.stderr.write("pages on the intended memory node per cell (bench, reader, memory): "
-                     + json.dumps({f"{b} r{r} m{m}": s for (b, r, m), s in sorted(cells.items())}) + "\n")
+                     + json.dumps({f"{b} r{r} m{m}": s for (b, r, m), s in sorted(seen.items())}) + "\n")
     values = {}                           # what the far reader measured (TCG guest: not timing)
-    for rec in vm["records"].values():
+    for rec in cells(vm).values():
         rows = record_rows(Record(rec))
         far = max(r["thread"] for r in rows)
         values[(rec["bench"], *cell(rec))] = [r["value"] for r in rows if r["thread"] == far][0]
@@ -104,7 +115,7 @@ def test_every_cell_ran_and_has_its_pages_on_the_memory_node(vm):
 
 
 def test_first_touch_cells_wrote_on_the_memory_node_and_read_elsewhere(vm):
-    for rid, rec in vm["records"].items():
+    for rid, rec in cells(vm).items():
         if ".mx-ft-" not in rid:
             continue
         reader, memory = cell(rec)
@@ -120,7 +131,7 @@ def test_capture_agrees_with_the_benchmark(vm):
     run whose buffer the sampler caught whole; runs it missed or caught mid first touch
     (a short run in a TCG guest) are judged unknown, never ok or drift."""
     judged = 0
-    for rid, rec in vm["records"].items():
+    for rid, rec in cells(vm).items():
         memory_verdict = judge(rec)["memory"]
         if memory_verdict["verdict"] == "unknown":     # says why (too little data seen, ...)
             continue
@@ -131,6 +142,42 @@ def test_capture_agrees_with_the_benchmark(vm):
         _, memory = cell(rec)
         assert data.get(memory, 0) / sum(data.values()) >= 0.9, (rid, data)
         assert memory_verdict["verdict"] == "ok", (rid, memory_verdict)
-    sys.stderr.write(f"numa_maps capture judged {judged} of {len(vm['records'])} memory runs "
+    sys.stderr.write(f"numa_maps capture judged {judged} of {len(cells(vm))} memory runs "
                      "(the rest too short for the sampler to see their buffer)\n")
     assert judged >= 1
+
+def test_loaded_latency_with_the_load_on_each_node(vm):
+    """loadlat in the guest: the chaser on CPU 0 with its chain on node 0, its loaders on
+    node k (k = 0..3) reading buffers they first-touched on node k: every thread where the
+    placement put it, every page where its toucher was, and a load that the delay throttles."""
+    from numaplace.core.cpulist import parse_cpulist
+    from numaplace.kinds import kind
+    runs = {rid: rec for rid, rec in vm["records"].items() if rec["bench"] == "loadlat"}
+    assert len(runs) == 4
+    load_nodes, lines = set(), []
+    for rid, rec in sorted(runs.items()):
+        assert rec["status"] == "ok", (rid, rec["reason"])
+        results = rec["output"]["results"]
+        node = {int(c): n for n, cs in enumerate([[0, 1], [2, 3], [4, 5], [6, 7]]) for c in cs}
+        loaders = parse_cpulist(rec["placement"]["cpus"])[1:]
+        k = node[loaders[0]]
+        for r in results:
+            pages = {int(n): c for n, c in r["pages_by_node"].items()}          # JSON: str keys
+            assert r["reader_node"] == 0 and pages == {0: r["pages"]}, (rid, r)
+            assert {int(n) for n in r["load_pages_by_node"]} == {k}, (rid, r["load_pages_by_node"])
+            nodes = [int(n) for n in r["thread_nodes"].split(",")]
+            assert nodes[0] == 0
+            if r["delay"] >= 0:
+                assert nodes[1:] == [k] * len(loaders), (rid, r["thread_nodes"])
+        by_delay = {r["delay"]: r["load_mbps"] for r in results}
+        assert by_delay[-1] == 0 and by_delay[0] > 2 * by_delay[4000] > 0, (rid, by_delay)
+        load_nodes.add(k)
+        lines.append(f"loaders on node {k}: idle {results[0]['value']:.0f} ns; delay 0: "
+                     f"{by_delay[0]:.0f} MB/s of load, {[r['value'] for r in results if r['delay'] == 0][0]:.0f} ns")
+    assert load_nodes == {0, 1, 2, 3}
+    sys.stderr.write("loadlat in the guest (TCG: timing not meaningful):\n  " + "\n  ".join(lines) + "\n")
+    # and the kind's table and answer read those records
+    table = kind("loadlat").make_tables([Record(rec) for rec in runs.values()],
+                                        {"memory_cell_share_min": 0.99})["loaded_latency"]
+    assert set(table["load_nodes"]) == {"", "0", "1,1", "2,2", "3,3"}      # "": the idle points
+    assert set(table["status"]) == {"ok"} and len(kind("loadlat").answer({"loaded_latency": table})) == 4

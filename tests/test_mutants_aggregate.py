@@ -95,7 +95,7 @@ BEST_WORST_COLUMNS = [
     "worst_placement_id", "worst_n", "worst_median_s", "worst_min_s", "worst_max_s", "worst_n_drift",
     "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
     "reps_needed", "runner_up_placement", "runner_up_placement_id", "runner_up_median_s", "runner_up_mwu_p",
-    "runner_up_reps_needed", "rests_on_drift"]
+    "runner_up_reps_needed", "rests_on_drift", "stopped_after", "rounds_max", "stopped_by", "stop_reason", "stop_p"]
 
 
 def test_best_worst_csv_of_the_fixture_study():

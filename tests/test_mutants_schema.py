@@ -61,7 +61,7 @@ def told(validate, data):
                                                        "allowed ('aaa', 'bbb', 'mmm' was unexpected)"),
     ({**BASE, "benchmarks": ["mg", "cg", "cg"]}, "benchmarks: lists 'cg' twice"),
     ({**BASE, "experiments": []}, "experiments: needs at least one entry"),
-    ({**BASE, "benchmarks": ["lu"]}, "benchmarks[0]: 'lu' is not one of cg, mg, membw, memlat, stream"),
+    ({**BASE, "benchmarks": ["lu"]}, "benchmarks[0]: 'lu' is not one of cg, mg, membw, memlat, loadlat, stream"),
     ({**BASE, "description": "d" * 4001}, "description: longer than 4000 characters"),
     ({**BASE, "npb": {"fc": "gfortran;rm"}}, "npb.fc: 'gfortran;rm' is not allowed here (characters outside "
                                             "^[A-Za-z0-9_./+-]+$)"),

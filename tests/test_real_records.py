@@ -171,7 +171,7 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
     # told apart from the worst: no repetitions to ask for; the runner-up ("mid": one ok
     # run) has no spread to size them by
     assert pd.isna(row.pop("reps_needed")) and pd.isna(row.pop("runner_up_reps_needed"))
-    assert pd.isna(row.pop("runner_up_mwu_p"))
+    assert pd.isna(row.pop("runner_up_mwu_p")) and pd.isna(row.pop("stop_p"))
     assert row == pytest.approx({
         "bench": "cg", "class": "W", "variant": "default", "threads": 2,
         "n_placements": 3, "n_placements_planned": 3,
@@ -182,7 +182,9 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
         "improvement_pct": 100 * (1 - SLOW_MOPS / (1000 / 4.1)), "speedup": (1000 / 4.1) / SLOW_MOPS,
         "compared_by": "mops", "below_resolution": False, "ranges_overlap": False, "differs": "yes",
         "mwu_p": 2 / 35, "runner_up_placement": "placement mid", "runner_up_placement_id": "mid",
-        "runner_up_median_s": 5.0, "rests_on_drift": False})
+        "runner_up_median_s": 5.0, "rests_on_drift": False,
+        # fixed repetitions: the rounds measured (the slow placement's 4)
+        "stopped_after": 4, "rounds_max": 4, "stopped_by": "fixed", "stop_reason": "fixed repetitions"})
     s = t["summary"].set_index("placement_id")
     slow = s.loc["slow"]
     assert (slow["n_records"], slow["n"], slow["n_failed"], slow["n_set_aside"], slow["n_drift"]) == (4, 4, 0, 0, 0)

@@ -1,8 +1,12 @@
 """Shared bits of the benchmark scripts (and of the traffic test): paths, building a binary
 once, and the two measurements of a kernel's memory behaviour that do not depend on how
 busy the machine is: cachegrind's counts and the peak resident memory."""
+import contextlib
+import fcntl
+import os
 import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -81,3 +85,54 @@ def peak_rss_mib(exe):
         if r.returncode != 0:
             raise RuntimeError(f"{exe}: exit {r.returncode}: {r.stderr[-300:]}")
         return int(out.read().split()[-1]) / 1024
+
+
+LOCK = "/tmp/numaplace-quiet.lock"
+
+
+def build_microbench(bench):
+    """bin/<bench>.X.x of microbench/src as it is now, built in SCRATCH (make interface)."""
+    import shutil
+    tree = SCRATCH / "microbench" / "src"
+    # copy2 keeps mtimes, so make rebuilds what changed
+    shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"),
+                    dirs_exist_ok=True)
+    subprocess.run(["make", "-s", bench.upper(), "CLASS=X"], cwd=tree, check=True, stdout=subprocess.DEVNULL)
+    return tree / "bin" / f"{bench}.X.x"
+
+
+def _ancestors():
+    pids, pid = set(), os.getpid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return pids
+
+
+@contextlib.contextmanager
+def quiet_lock():
+    """Hold /tmp/numaplace-quiet.lock (flock(2), as flock(1) takes it); when a process above
+    this one (`flock /tmp/numaplace-quiet.lock python ...`) already holds it, that is ours."""
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            ino = os.fstat(fd).st_ino
+            holders = set()
+            for line in open("/proc/locks"):
+                f = line.split()
+                if f[1] == "FLOCK" and int(f[5].split(":")[-1]) == ino:
+                    holders.add(int(f[4]))
+            if not holders & _ancestors():
+                print(f"waiting for {LOCK} (held by pid {sorted(holders)})", file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+

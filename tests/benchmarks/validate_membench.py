@@ -22,23 +22,13 @@ import argparse
 import math
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 
-from _common import REPO, SCRATCH  # the script's folder is on sys.path
+from _common import build_microbench as build  # the script's folder is on sys.path
 
 from numaplace.kinds import membench_output  # noqa: E402
-
-
-def build(bench):
-    tree = SCRATCH / "microbench" / "src"
-    # the source as it is now (copy2 keeps mtimes, so make rebuilds what changed)
-    shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"),
-                    dirs_exist_ok=True)
-    subprocess.run(["make", "-s", bench.upper(), "CLASS=X"], cwd=tree, check=True, stdout=subprocess.DEVNULL)
-    return tree / "bin" / f"{bench}.X.x"
 
 
 def ours(binary, *args):

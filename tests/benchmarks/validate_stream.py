@@ -39,8 +39,6 @@ Exit status 0 when every judged row passed, 1 otherwise."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import math
 import os
 import re
@@ -49,62 +47,17 @@ import statistics
 import subprocess
 import sys
 
-from _common import REPO, SCRATCH  # the script's folder is on sys.path
+from _common import build_microbench, quiet_lock  # the script's folder is on sys.path
 
 try:                              # the package is being restructured: kinds/ is its new home
     from numaplace.kinds import membench_output  # noqa: E402
 except ImportError:
     from numaplace import membench_output  # noqa: E402
 
-LOCK = "/tmp/numaplace-quiet.lock"
 # our op -> [(likwid test, bytes per element it counts, judged)]
 REFERENCES = {"copy": [("copy", 16, True)], "triad": [("stream", 24, True), ("triad", 32, False)]}
 OURS_BYTES = {"copy": 16, "triad": 24}
 ALIGN = 4096      # N a multiple of this: likwid's per-thread chunks are whole loop strides
-
-
-def build():
-    tree = SCRATCH / "microbench" / "src"
-    # the source as it is now (copy2 keeps mtimes, so make rebuilds what changed)
-    shutil.copytree(REPO / "microbench" / "src", tree, ignore=shutil.ignore_patterns("build.*", "*.x"),
-                    dirs_exist_ok=True)
-    subprocess.run(["make", "-s", "STREAM", "CLASS=X"], cwd=tree, check=True, stdout=subprocess.DEVNULL)
-    return tree / "bin" / "stream.X.x"
-
-
-def _ancestors():
-    pids, pid = set(), os.getpid()
-    while pid > 1:
-        pids.add(pid)
-        try:
-            stat = open(f"/proc/{pid}/stat").read()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-    return pids
-
-
-@contextlib.contextmanager
-def quiet_lock():
-    """Hold /tmp/numaplace-quiet.lock (flock(2), as flock(1) takes it); when a process above
-    this one (`flock /tmp/numaplace-quiet.lock python ...`) already holds it, that is ours."""
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            ino = os.fstat(fd).st_ino
-            holders = set()
-            for line in open("/proc/locks"):
-                f = line.split()
-                if f[1] == "FLOCK" and int(f[5].split(":")[-1]) == ino:
-                    holders.add(int(f[4]))
-            if not holders & _ancestors():
-                print(f"waiting for {LOCK} (held by pid {sorted(holders)})", file=sys.stderr, flush=True)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def ours(binary, n, threads, ops, reps, min_time):
@@ -165,7 +118,7 @@ def main():
         sys.exit("likwid-bench not found (Debian: apt-get install likwid)")
     if max(a.threads) > os.cpu_count():
         sys.exit(f"--threads {max(a.threads)}: this machine has {os.cpu_count()} CPUs")
-    binary = build()
+    binary = build_microbench("stream")
     ops = ["copy", "triad"]
     rows, runs, lengths, ok = [], [], [], True
     with quiet_lock():

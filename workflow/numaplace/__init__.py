@@ -16,7 +16,8 @@ from its own stage, the ones before it, and the shared leaves (tests/test_layout
            sources (npb.source), frozen (the study as the workflow read it)
   build    tree (build trees and build records), serial_init
   run      runner (one measured run), capture, numa_maps, pages_over_time
-  judge    fidelity (did threads and pages go where asked)
+  judge    fidelity (did threads and pages go where asked), separation (adaptive repetitions:
+           is a run still needed, or are its case's best and runner-up separated)
   tables   aggregate (records → the common CSV tables, then each kind's own)
   figures  plots (the common figures, then each kind's own)
   report   answer (the answer in a few lines), summary (summary.md), html (report.html)

@@ -1,7 +1,7 @@
 """The `numaplace` command: what the Snakemake rules, the cluster profiles and a user call.
 
     numaplace plan STUDY [--out plan.tsv]        expand a study file into its plan
-    numaplace retry-failed results/<study>       set aside records that are not ok
+    numaplace retry-failed results/<study>       set aside records that failed
     numaplace build | measure                    one NPB build / one chunk of runs (rules)
     numaplace run                                one measured run, by hand
     numaplace tables | figures | summary | html  the report's steps (rules)
@@ -33,10 +33,10 @@ def _parser():
     p.add_argument("study")
     p.add_argument("--out")
 
-    rf = sub.add_parser("retry-failed", help="set aside records that are not ok so they run again")
+    rf = sub.add_parser("retry-failed", help="set aside records that failed (every status but ok and not-needed) so they run again")
     rf.add_argument("results", help="results/<study>")
     rf.add_argument("--status", nargs="+", default=None,      # "+": a bare --status is refused
-                    help="statuses to retry (default: every status but ok)")
+                    help="statuses to retry (default: every status but ok and not-needed; not-needed: decide again)")
 
     b = sub.add_parser("build", help="build one NPB binary → its build record (the npb_build rule)")
     b.add_argument("--settings", required=True, help="JSON: the study's npb section")
@@ -241,11 +241,14 @@ def _measure(a):
     from numaplace.run.chunk import measure_chunk
     from numaplace.run.progress import progress_line
     from numaplace.run.runner import Interrupted
+    # the judge decides whether an adaptive run is still needed (run/ may not import judge/)
+    from numaplace.judge.separation import decide
     runs, chunk = json.loads(a.runs), json.loads(a.chunk)
     name = chunk.get("chunk", "chunk")
     done = []
     try:
-        ledger = measure_chunk(runs, a.results, a.ledger, chunk, say=lambda rec: (done.append(rec), _said(rec)))
+        ledger = measure_chunk(runs, a.results, a.ledger, chunk, say=lambda rec: (done.append(rec), _said(rec)),
+                               decide=decide)
     except (Interrupted, KeyboardInterrupt) as e:
         sys.stderr.write(f"numaplace measure: {name}: interrupted ({e or 'Ctrl-C'}) after "
                          f"{len(done)} of its {len(runs)} runs; their records are kept, the benchmark "

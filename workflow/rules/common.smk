@@ -89,6 +89,12 @@ def chunk_builds(wc):
     return sorted({build_record_path(r.bench, r.cls, r.variant) for r in chunk_of(wc)})
 
 
+def chunk_waits(wc):
+    """Adaptive repetitions: a chunk that decides whether its runs are still needed waits
+    for the ledgers of the rounds before it (numaplace.plan.rounds.waits_for); none else."""
+    return [f"{RESULTS}/rounds/{c.id}.json" for c in STUDY.waits_for(wc.chunk)]
+
+
 def chunk_runs(wc):
     return json.dumps([STUDY.chunk_entry(rid) for rid in STUDY.chunk(wc.chunk).order()], sort_keys=True)
 

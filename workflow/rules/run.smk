@@ -9,11 +9,15 @@
 # exclusive node; walltime and memory come from numaplace.cluster.resources.
 # params: exactly the runs' definitions (Study.run_params) and their binaries: judging
 # thresholds and plot settings are not part of them.
+# Adaptive repetitions (repetitions: {min, max}): a chunk of a round past min also waits
+# for the ledgers of the rounds before it, whose records decide which of its runs are
+# still needed (numaplace.judge.separation); other studies' chunks wait for nothing.
 
 
 rule measure:
     input:
         builds=chunk_builds,
+        earlier=chunk_waits,     # adaptive repetitions only: the earlier rounds' ledgers
     output:
         f"{RESULTS}/rounds/{{chunk}}.json",
     params:

@@ -175,6 +175,16 @@ void *mb_alloc(size_t len, int hugepages)
     return p;
 }
 
+void mb_locate(const void *buf, size_t len, mb_placement *pl)
+{
+    long counts[MB_MAX_NODES], unknown;
+    mb_where(&pl->cpu, &pl->node);
+    pl->pages = mb_page_nodes(buf, len, counts, &unknown);
+    pl->huge_kb = mb_huge_kb(buf, len);
+    pl->memory_node = mb_majority_node(counts, pl->pages, &pl->share);
+    mb_format_nodes(counts, pl->by_node, sizeof pl->by_node);
+}
+
 static int size_name(const char *s, const mb_caches *c, size_t *v, const char **end)
 {
     static const char *names[] = {"DRAM", "LLC", "L1", "L2"};

@@ -50,14 +50,7 @@ static long calibrate(const double *a, size_t n, double min_time)
     }
 }
 
-typedef struct {
-    int cpu, node;          /* where thread 0 first-touched the array */
-    int memory_node;        /* majority node of its pages */
-    double share;           /* fraction of pages on memory_node */
-    long pages;
-    long huge_kb;           /* of the array, backed by transparent huge pages (-1: unknown) */
-    char by_node[512];      /* node:pages of every node holding some */
-} placement;
+typedef mb_placement placement;      /* of the array, thread 0 its first toucher */
 
 static void print_result(const char *mode, size_t size, int threads, int thread, int cpu, int node,
                          int cpu_after, const placement *pl, int rep, long passes, size_t bytes, double secs)
@@ -123,12 +116,7 @@ int main(int argc, char **argv)
             {   /* first touch: thread 0 alone writes every element */
                 a = mb_alloc(n * sizeof(double), o.hugepages);
                 for (size_t i = 0; i < n; i++) a[i] = (double)(i & 1023);
-                mb_where(&pl.cpu, &pl.node);
-                long counts[MB_MAX_NODES], unknown;
-                pl.pages = mb_page_nodes(a, n * sizeof(double), counts, &unknown);
-                pl.huge_kb = mb_huge_kb(a, n * sizeof(double));
-                pl.memory_node = mb_majority_node(counts, pl.pages, &pl.share);
-                mb_format_nodes(counts, pl.by_node, sizeof pl.by_node);
+                mb_locate(a, n * sizeof(double), &pl);
             }
 #pragma omp barrier
             if (!parallel) {

@@ -14,59 +14,8 @@
 #include <string.h>
 #include "mb_common.h"
 #include "mb_options.h"
+#include "mb_chase.h"
 
-void *volatile memlat_sink;
-
-/* xorshift64*: small, seedable, good enough to shuffle */
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s >> 12; *s ^= *s << 25; *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
-}
-
-/* Sattolo's shuffle: a uniformly random permutation that is one cycle through all n */
-static void random_cycle(size_t *next, size_t n, uint64_t seed)
-{
-    size_t *perm = malloc(n * sizeof *perm);
-    if (!perm) mb_die("cannot allocate the permutation for %zu lines", n);
-    for (size_t i = 0; i < n; i++) perm[i] = i;
-    uint64_t s = seed ? seed : 1;
-    for (size_t i = n - 1; i > 0; i--) {
-        size_t j = (size_t)(rng_next(&s) % i);      /* j < i: this is what makes it one cycle */
-        size_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
-    }
-    /* the cycle visits perm[0] -> perm[1] -> ... -> perm[n-1] -> perm[0] */
-    for (size_t k = 0; k < n; k++) next[perm[k]] = perm[(k + 1) % n];
-    free(perm);
-}
-
-/* Write the chain into buf: the pointer at line i holds the address of line next[i]. */
-static void build_chain(char *buf, size_t lines, size_t stride, uint64_t seed)
-{
-    size_t *next = malloc(lines * sizeof *next);
-    if (!next) mb_die("cannot allocate %zu line indices", lines);
-    random_cycle(next, lines, seed);
-    for (size_t i = 0; i < lines; i++) *(void **)(buf + i * stride) = buf + next[i] * stride;
-    free(next);
-}
-
-/* `steps` dependent loads (a multiple of 16); noinline so the loop is one piece of code */
-__attribute__((noinline)) void *memlat_chase(void *p, long steps)
-{
-    void **q = p;
-    for (long i = 0; i < steps; i += 16) {
-        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
-        q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q; q = *q;
-    }
-    return q;
-}
-
-static double timed_chase(void *start, long steps)
-{
-    double t0 = mb_now();
-    memlat_sink = memlat_chase(start, steps);
-    return mb_now() - t0;
-}
 
 int main(int argc, char **argv)
 {
@@ -115,10 +64,7 @@ int main(int argc, char **argv)
     int results = 0, verified = 1;
     char *buf = NULL;
     size_t lines = 0;
-    int alloc_cpu = -1, alloc_node = -1, memory_node = -1;
-    long pages = 0, huge_kb = -1;
-    double share = 0;
-    char by_node[512] = "none";
+    mb_placement pl = {.cpu = -1, .node = -1, .memory_node = -1, .huge_kb = -1, .by_node = "none"};
 
 #pragma omp parallel num_threads(nthreads)
     {
@@ -130,13 +76,8 @@ int main(int argc, char **argv)
                 lines = o.sizes[s] / stride;
                 if (lines < 2) mb_die("size %zu holds fewer than 2 lines of %zu B", o.sizes[s], stride);
                 buf = mb_alloc(lines * stride, o.hugepages);
-                build_chain(buf, lines, stride, seed + (uint64_t)s);
-                mb_where(&alloc_cpu, &alloc_node);
-                long counts[MB_MAX_NODES], unknown;
-                pages = mb_page_nodes(buf, lines * stride, counts, &unknown);
-                huge_kb = mb_huge_kb(buf, lines * stride);
-                memory_node = mb_majority_node(counts, pages, &share);
-                mb_format_nodes(counts, by_node, sizeof by_node);
+                mb_build_chain(buf, lines, stride, seed + (uint64_t)s);
+                mb_locate(buf, lines * stride, &pl);
                 if (dump_chain) {   /* test mode: the chain as it is in memory, line by line */
                     printf("chain: size_bytes=%zu lines=%zu stride=%zu seed=%llu next=", lines * stride, lines,
                            stride, (unsigned long long)(seed + (uint64_t)s));
@@ -150,16 +91,15 @@ int main(int argc, char **argv)
                 if (t == tid) {
                     if (o.flush) mb_flush(2 * c.llc_total);
                     /* one untimed lap, so the caches hold what they can of the list */
-                    memlat_sink = memlat_chase(buf, ((long)lines + 15) / 16 * 16);
+                    mb_timed_chase(buf, ((long)lines + 15) / 16 * 16);
                     long steps = min_loads;
                     for (int r = 0; r < o.reps; r++) {
                         int cpu, node, after, dummy;
                         mb_where(&cpu, &node);
-                        double secs = timed_chase(buf, steps);
+                        double secs = mb_timed_chase(buf, steps);
                         mb_where(&after, &dummy);
                         if (secs < o.min_time) {   /* too short for the clock: longer, and again */
-                            double scale = secs > 0 ? 1.2 * o.min_time / secs : 100.0;
-                            steps = ((long)((double)steps * (scale > 100 ? 100 : scale < 2 ? 2 : scale)) + 15) / 16 * 16;
+                            steps = mb_longer(steps, secs, o.min_time);
                             r--;
                             continue;
                         }
@@ -167,8 +107,8 @@ int main(int argc, char **argv)
                                "thread=%d reader_cpu=%d reader_node=%d alloc_cpu=%d alloc_node=%d memory_node=%d "
                                "pages=%ld pages_by_node=%s pages_on_memory_node=%.6f huge_kb=%ld rep=%d loads=%ld seconds=%.6f "
                                "migrated=%d value=%.3f unit=ns\n",
-                               lines * stride, stride, lines, nthreads, tid, cpu, node, alloc_cpu, alloc_node,
-                               memory_node, pages, by_node, share, huge_kb, r, steps, secs, after != cpu, secs / (double)steps * 1e9);
+                               lines * stride, stride, lines, nthreads, tid, cpu, node, pl.cpu, pl.node,
+                               pl.memory_node, pl.pages, pl.by_node, pl.share, pl.huge_kb, r, steps, secs, after != cpu, secs / (double)steps * 1e9);
                         results++;
                     }
                     fflush(stdout);
@@ -177,10 +117,7 @@ int main(int argc, char **argv)
             }
 #pragma omp master
             {   /* the chain must still be one cycle through every line */
-                char *p = buf;
-                size_t k = 0;
-                do { p = *(char **)p; k++; } while (p != buf && k <= lines);
-                if (k != lines) verified = 0;
+                if (!mb_chain_intact(buf, lines)) verified = 0;
                 free(buf);
             }
 #pragma omp barrier

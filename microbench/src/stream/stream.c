@@ -186,14 +186,7 @@ static double array_error(const double *x, size_t n, double want)
     return n ? sum / (double)n / scale : 0.0;
 }
 
-typedef struct {
-    int cpu, node;          /* where thread 0 was during the first touch */
-    int memory_node;        /* majority node of the three arrays' pages */
-    double share;           /* fraction of those pages on memory_node */
-    long pages;
-    long huge_kb;           /* of the three arrays, backed by transparent huge pages (-1: unknown) */
-    char by_node[512];      /* node:pages of every node holding some */
-} placement;
+typedef mb_placement placement;      /* of the three arrays together (summed here) */
 
 static void list_ints(const int *v, int n, char *out, size_t len)
 {

@@ -6,8 +6,8 @@ BINDIR ?= ../bin
 OPENMP ?= -fopenmp
 BUILD := build.$(CLASS)
 PROGRAM := $(BINDIR)/$(BENCH).$(CLASS).x
-OBJS := $(BUILD)/$(BENCH).o $(BUILD)/mb_common.o $(BUILD)/mb_options.o
-HEADERS := ../common/mb_common.h ../common/mb_options.h
+OBJS := $(BUILD)/$(BENCH).o $(BUILD)/mb_common.o $(BUILD)/mb_options.o $(BUILD)/mb_chase.o
+HEADERS := ../common/mb_common.h ../common/mb_options.h ../common/mb_chase.h
 
 $(PROGRAM): $(OBJS)
 	mkdir -p $(BINDIR)

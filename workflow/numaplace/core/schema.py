@@ -133,6 +133,19 @@ def _hops_message(row):
     return f"expected a row of hop counts, got {shown(row)}: {HOP_ROW_FORMS}"
 
 
+def _repetitions_message(err):
+    """(entry, problem) of a `repetitions` that is neither form: a mapping is judged as the
+    adaptive form {min, max, alpha} (naming the key at fault), anything else as a count."""
+    from jsonschema.exceptions import best_match
+    form = 1 if isinstance(err.instance, dict) else 0       # the schema's anyOf: count, mapping
+    best = best_match([e for e in err.context if e.relative_schema_path and e.relative_schema_path[0] == form])
+    if best is not None and best.validator == "required":
+        missing = " and ".join(k for k in ("min", "max") if k not in err.instance)
+        return _entry(err.absolute_path), f"adaptive repetitions need {missing}: {{min: 4, max: 12}} " \
+            "(alpha optional, default 0.05)"
+    return _message(best) if best is not None else (_entry(err.absolute_path), err.message)
+
+
 def _pattern_message(err):
     if err.validator_value.startswith("^(?!.*[.][.])"):
         return f"{shown(err.instance)} is not a usable name ({NAME_RULE})"
@@ -155,6 +168,8 @@ def _message(err):
         return entry, f"expected a list of node ids, a node list like '0-3', or all-choices; got {shown(err.instance)}"
     if v == "anyOf" and err.absolute_path and err.absolute_path[-1] == "cpus":
         return entry, f"{shown(err.instance)} is not a CPU list like '0-3,8'"
+    if v == "anyOf" and err.absolute_path and err.absolute_path[-1] == "repetitions":
+        return _repetitions_message(err)
     if v == "anyOf" and len(err.absolute_path) >= 2 and err.absolute_path[-2] == "hops":
         return entry, _hops_message(err.instance)
     if err.context:         # other oneOf/anyOf: the most specific sub-error

@@ -277,7 +277,7 @@ def judge(rec, thresholds=None):
     """The fidelity verdict of a run record under these thresholds (see the module doc)."""
     rec = Record.of(rec)
     status = rec.status
-    if status in ("placement-failed", "not-idle", "build-failed"):
+    if status in ("placement-failed", "not-idle", "build-failed", "not-needed"):
         return {"verdict": "unknown", "reason": f"the run did not execute ({status})"}
     if rec.get("captures") is None:
         return {"verdict": "unknown", "reason": rec.get("captures_note") or "no capture for this run"}

@@ -1,4 +1,4 @@
-"""Parse what numaplace's memory micro-benchmarks (microbench/: membw, memlat) print.
+"""Parse what numaplace's memory micro-benchmarks (microbench/: membw, memlat, stream, loadlat) print.
 
 Format (microbench/README.md): a `# numaplace <bench> format <n>` line, then lines
 `<tag>: key=value key=value ...` with tags cache, system, run, result (one per measured
@@ -8,8 +8,9 @@ from __future__ import annotations
 _INT_KEYS = {"size_bytes", "threads", "thread", "reader_cpu", "reader_node", "alloc_cpu", "alloc_node",
              "memory_node", "pages", "huge_kb", "rep", "passes", "bytes", "loads", "stride", "lines", "migrated",
              "l1d", "l2", "l3", "llc", "llc_level", "llc_total", "reps", "results", "complete", "verified",
-             "flush", "per_octave", "min_loads", "page_size", "seed"}
-_FLOAT_KEYS = {"value", "seconds", "pages_on_memory_node", "min_time"}
+             "flush", "per_octave", "min_loads", "page_size", "seed",
+             "delay", "load_threads", "load_bytes", "block_bytes"}
+_FLOAT_KEYS = {"value", "seconds", "pages_on_memory_node", "min_time", "load_mbps"}
 
 
 def _fields(rest):
@@ -22,7 +23,7 @@ def _fields(rest):
             out[key] = int(value)
         elif key in _FLOAT_KEYS:
             out[key] = float(value)
-        elif key == "pages_by_node":
+        elif key in ("pages_by_node", "load_pages_by_node"):
             out[key] = {} if value == "none" else {int(n): int(c) for n, c in (kv.split(":") for kv in value.split(","))}
         elif key == "next":
             out[key] = [int(v) for v in value.split(",") if v]

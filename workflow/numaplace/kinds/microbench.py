@@ -156,7 +156,8 @@ def parse_args(args, benches, where, entry):
         who, check = FLAGS[a]
         others = [b for b in benches if b not in who]
         if others:
-            raise ConfigError(where, here, f"{a} is an option of {', '.join(who)} only; {', '.join(others)} "
+            owners = " and ".join(filter(None, [", ".join(who[:-1]), who[-1]]))
+            raise ConfigError(where, here, f"{a} is an option of {owners} only; {', '.join(others)} "
                               f"would stop with a usage text (put {', '.join(others)} in an experiment of its own)")
         if a in out:
             raise ConfigError(where, here, f"{a} is given twice (args[{at[a]}] and args[{i}]); give it once")

@@ -12,6 +12,7 @@ from numaplace.core.schema import setting
 from numaplace.plan.placement import MEMORY_SPECS, MEMORY_WORDS, count_choices, resolve_count
 from numaplace.core.cpulist import check_cpulist_text
 from numaplace.kinds import KINDS, kind
+from numaplace.plan.rounds import Repetitions
 
 # keys that only mean something with a given way of writing a placement
 ONLY_WITH = {"nodes": "layout", "distinct": "layout"}
@@ -22,6 +23,7 @@ def check_study(config, topo, where):
     _check_name(config, where)
     _check_capture(config, where)
     _check_run(config, where)
+    _check_repetitions(config, where, limits)
     names = {}
     total = 0
     for i, exp in enumerate(config["experiments"]):
@@ -102,10 +104,24 @@ def _check_variants(exp, c, where, entry):
                                  if where_from else ""))
 
 
+def _check_repetitions(config, where, limits):
+    """Every `repetitions` the study gives (its own, each experiment's): a count within
+    the limit, or {min, max} with min <= max and max within the limit (max is what is
+    planned)."""
+    given = [("repetitions", config["repetitions"])] if "repetitions" in config else []
+    given += [(f"experiments[{i}] ({e['name']}).repetitions", e["repetitions"])
+              for i, e in enumerate(config["experiments"]) if "repetitions" in e]
+    for entry, value in given:
+        reps = Repetitions.of(value)
+        if reps.adaptive and reps.least > reps.most:
+            raise ConfigError(where, entry, f"min {reps.least} is above max {reps.most}: an experiment "
+                              "repeats at least min and at most max times")
+        limits_mod.check(where, entry + (".max" if reps.adaptive else ""), "repetitions", reps.most,
+                         "repetitions", limits)
+
+
 def _experiment_runs(exp, c, topo, where, entry, limits):
-    reps = setting("repetitions", c, exp)
-    rep_entry = f"{entry}.repetitions" if "repetitions" in exp else "repetitions"
-    limits_mod.check(where, rep_entry, "repetitions", reps, "repetitions", limits)
+    reps = Repetitions.of(setting("repetitions", c, exp)).most     # adaptive: max is planned
     memories = exp.get("memory") or c.get("memory") or ["local"]
     for j, m in enumerate(memories):
         if isinstance(m, dict):

@@ -4,7 +4,12 @@ Round r holds repetition r of every run; each round is cut into chunks of consec
 (by run id) of at most `rounds.chunk_runs` runs and about `rounds.chunk_minutes` of
 estimated machine time. One job measures one chunk, in one process, in an order shuffled
 with the chunk's seed (kept in every record); the chunks of round r+1 come after those of
-round r, so drift lands on every placement alike."""
+round r, so drift lands on every placement alike.
+
+Adaptive repetitions (`repetitions: {min: 4, max: 12}`): rounds 1..max are planned; a
+chunk of a round past min waits for the ledgers of the rounds before it (waits_for), so
+that the decision whether its runs are still needed (numaplace.judge.separation) sees
+their records on any executor."""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +17,49 @@ import random
 from dataclasses import dataclass
 
 from numaplace.core.schema import Section
+
+
+# the aggregate's "beyond noise" level (numaplace.core.stats.ALPHA), written here again:
+# importing core.stats (scipy) costs a second of every process that plans a study
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    """An experiment's `repetitions`: a fixed count (least == most, alpha None), or
+    adaptive, {min, max, alpha}: at least `least` rounds, at most `most`, stopping a case
+    once its best and runner-up placements are separated at `alpha`."""
+    least: int
+    most: int
+    alpha: float | None = None
+
+    @classmethod
+    def of(cls, value):
+        if isinstance(value, dict):
+            return cls(value["min"], value["max"], value.get("alpha", DEFAULT_ALPHA))
+        return cls(value, value)
+
+    @property
+    def adaptive(self):
+        return self.alpha is not None
+
+    def can_step_down(self):
+        """May a budget plan one repetition fewer? Never below 3 (nor up to 3 from fewer),
+        nor below an adaptive min."""
+        return self.most > max(3, self.least if self.adaptive else 0)
+
+    def setting(self, most):
+        """The study-file form of these repetitions with `most` as the largest count (the
+        budget steps it down)."""
+        return {"min": self.least, "max": most, "alpha": self.alpha} if self.adaptive else most
+
+    def words(self):
+        return (f"{self.least} to {self.most} rounds, stopping a case early once its best and runner-up "
+                f"are separated (Mann-Whitney p < {self.alpha:g})")
+
+    def facts(self):
+        """What a record of an adaptive run keeps of its setting."""
+        return {"min": self.least, "max": self.most, "alpha": self.alpha}
 
 
 @dataclass(frozen=True)
@@ -62,4 +110,28 @@ def chunks(runs, per_run_s, settings=None, size_of=None):
             seconds, size = seconds + s, size + b
         if current:
             out.append(Chunk(rnd, index, tuple(current), seconds))
+    return out
+
+
+def waits_for(chunks, decides):
+    """{chunk id: [chunks whose ledgers it waits for]}. A chunk that decides (it holds an
+    adaptive run past its minimum: decides(chunk)) waits for every chunk of the round
+    before it, and of the rounds before that up to one whose chunks all decide themselves
+    (and so wait in turn): every record of every earlier round is on disk when it starts,
+    whatever the executor runs at once. Other chunks wait for nothing (no edge: a study
+    without adaptive repetitions keeps its jobs' inputs)."""
+    by_round = {}
+    for c in chunks:
+        by_round.setdefault(c.round, []).append(c)
+    out = {}
+    for c in chunks:
+        earlier = []
+        if decides(c):
+            rnd = c.round - 1
+            while rnd in by_round:
+                earlier += by_round[rnd]
+                if all(decides(x) for x in by_round[rnd]):
+                    break
+                rnd -= 1
+        out[c.id] = earlier
     return out

@@ -24,6 +24,7 @@ from numaplace.core.loader import load_mapping
 from numaplace.plan import budget
 from numaplace.plan.placement import MEMORY_SPECS
 from numaplace.plan.expand import expand_experiment
+from numaplace.plan.rounds import Repetitions
 from numaplace.core.schema import setting, validate_study
 from numaplace.machine.system import check_study as check_system
 from numaplace.machine.topology import from_sysfs, load_platform, platform_path
@@ -132,6 +133,7 @@ class Study:
         c = self.config
         runs, by_placement_id = {}, {}
         self.not_applicable = []          # what this machine cannot have, one line each
+        self.repetitions = {}             # experiment name -> its Repetitions
         for i, exp in enumerate(c["experiments"]):
             entry = f"experiments[{i}] ({exp['name']})"
             placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable)
@@ -145,7 +147,7 @@ class Study:
                         (p.cpus, p.memory, p.binding, p.launcher, p.threads):
                     raise ConfigError(self.where, entry, f"duplicate placement id {p.id!r} "
                                       f"for two different placements ({other.label} / {p.label})")
-            reps = setting("repetitions", c, exp)
+            reps = self.repetitions[exp["name"]] = Repetitions.of(setting("repetitions", c, exp))
             args = tuple(str(a) for a in exp.get("args", ()))
             benches = setting("benchmarks", c, exp)
             classes = setting("classes", c, exp)
@@ -155,7 +157,7 @@ class Study:
                 for cls in dict.fromkeys(self.class_of.get((bench, c), c) for c in classes):
                     for variant in setting("variants", c, exp):
                         for p in placements:
-                            for rep in range(1, reps + 1):
+                            for rep in range(1, reps.most + 1):
                                 rid = f"{bench}.{cls}.{variant}.{p.id}{args_tag(args)}.r{rep}"
                                 old = runs.get(rid)
                                 exps = (old.experiments if old else ()) + \
@@ -182,7 +184,8 @@ class Study:
         the node they are meant for (free memory per node and class, kept per study: a
         serial-init run puts its whole working set on one node), then every kernel's
         largest class while the estimate is above the study's budget, then repetitions (to
-        3). Each step is said in budget_notes."""
+        3, and never below an adaptive experiment's min: its max steps down). Each step is
+        said in budget_notes."""
         import copy
         text = self.config["budget"]
         limit = budget.parse_minutes(text) * 60
@@ -212,14 +215,19 @@ class Study:
             else:
                 c = self.config = copy.deepcopy(self.config)
                 exps = c["experiments"]
-                reps = {e["name"]: setting("repetitions", c, e) for e in exps}
-                if max(reps.values()) <= 3:
-                    raise ConfigError(self.where, "budget", f"{text}: even class A with at most 3 repetitions is "
+                reps = {e["name"]: Repetitions.of(setting("repetitions", c, e)) for e in exps}
+                # never below 3, never up to 3 from fewer, never below an adaptive min
+                fewer = {n: r for n, r in reps.items() if r.can_step_down()}
+                if not fewer:
+                    floor = "3 repetitions" + (" (or an adaptive experiment's min)"
+                                               if any(r.adaptive for r in reps.values()) else "")
+                    raise ConfigError(self.where, "budget", f"{text}: even class A with at most {floor} is "
                                       f"estimated at {budget.format_duration(self.estimate().total)}; "
                                       "raise the budget or leave experiments out")
-                for e in exps:                  # never below 3, and never up to 3 from fewer
-                    if reps[e["name"]] > 3:
-                        e["repetitions"] = reps[e["name"]] - 1
+                for e in exps:
+                    if e["name"] in fewer:
+                        r = fewer[e["name"]]
+                        e["repetitions"] = r.setting(r.most - 1)
                 steps.append("one repetition fewer")
             self.runs = self._expand()
         if steps:
@@ -298,9 +306,38 @@ class Study:
         return self._chunk_by_id[chunk_id]
 
     def chunk_entry(self, run_id):
-        """One run as its chunk's job receives it: its params and its binary's build record."""
+        """One run as its chunk's job receives it: its params and its binary's build record;
+        for an adaptive run also its repetitions (beside the params, not in them: they are
+        no part of the run's definition, and changing max measures nothing again)."""
         r = self.run(run_id)
-        return {"spec": self.run_params(run_id), "build": self.build_record(r.bench, r.cls, r.variant)}
+        entry = {"spec": self.run_params(run_id), "build": self.build_record(r.bench, r.cls, r.variant)}
+        reps = self.adaptive(run_id)
+        if reps:
+            entry["adaptive"] = reps.facts()
+        return entry
+
+    def adaptive(self, run_id):
+        """The adaptive Repetitions a run is measured under, or None: a run that any of its
+        experiments repeats a fixed number of times is always measured. Shared by several
+        adaptive experiments: the largest min and max, the smallest alpha."""
+        reps = [self.repetitions[e] for e in self.run(run_id).experiments]
+        if not all(r.adaptive for r in reps):
+            return None
+        return Repetitions(max(r.least for r in reps), max(r.most for r in reps), min(r.alpha for r in reps))
+
+    def decides(self, chunk):
+        """Does a chunk hold a run that is measured only if its case is not yet decided
+        (adaptive, past its min)?"""
+        return any((reps := self.adaptive(rid)) and self.run(rid).rep > reps.least for rid in chunk.run_ids)
+
+    @cached_property
+    def _waits(self):
+        from numaplace.plan import rounds
+        return rounds.waits_for(self.chunks, self.decides)
+
+    def waits_for(self, chunk_id):
+        """The chunks whose ledgers a chunk's job waits for (numaplace.plan.rounds.waits_for)."""
+        return self._waits[chunk_id]
 
     @property
     def fidelity_thresholds(self):
@@ -338,9 +375,12 @@ class Study:
         """What `numaplace plan` and the workflow's first lines say: runs per experiment,
         the classes per kernel, and what was left out as not applicable here."""
         topo = self.topology
+        # adaptive repetitions: every round up to max is planned and counted, but a case may stop early
+        adaptive = {n for n, r in self.repetitions.items() if r.adaptive}
+        upto = "up to " if adaptive else ""
         head = (f"study {self.name} on {topo.name}: {counted(len(topo.cpu_nodes), 'NUMA node')}, "
                 f"{len(topo.cores())} cores"
-                + (f" ({len(topo.cpus)} CPUs)" if topo.siblings else "") + f": {len(self.runs)} runs")
+                + (f" ({len(topo.cpus)} CPUs)" if topo.siblings else "") + f": {upto}{len(self.runs)} runs")
         per_exp = {e["name"]: 0 for e in self.config["experiments"]}
         for r in self.runs:
             for e in r.experiments:
@@ -353,9 +393,11 @@ class Study:
                  f"run in {budget.REF_START_S / self.speed.cpu:.2f} s, the reference {budget.REF_READ_GBS:.1f} "
                  f"and {budget.REF_START_S:.2f}" if setting("platform", self.config) == "auto"
                  else "at the reference machine's speed: a named platform is not measured")
-        lines = [head + f", estimated machine time {budget.format_duration(est.total)} ({speed})",
+        lines = [head + f", estimated machine time {upto}{budget.format_duration(est.total)} ({speed})",
                  "  classes: " + ", ".join(f"{b} {'/'.join(sorted(c))}" for b, c in sorted(classes.items()))]
-        lines += [f"  {e}: {counted(n, 'run')}, ~{budget.format_duration(est.per_experiment.get(e, 0))}"
+        lines += [f"  {e}: " + ("up to " if e in adaptive else "") + f"{counted(n, 'run')}, ~"
+                  + ("up to " if e in adaptive else "") + budget.format_duration(est.per_experiment.get(e, 0))
+                  + (f"; repeats {self.repetitions[e].words()}" if e in adaptive else "")
                   for e, n in per_exp.items() if n]
         if any(len(r.experiments) > 1 for r in self.runs):
             lines.append("  (a run that experiments share counts in each of them, once in the total)")

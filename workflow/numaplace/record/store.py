@@ -341,16 +341,22 @@ def restore_kept(rundir):
     return rec
 
 
+# statuses that are no failure: an ok run, and one adaptive repetitions found not needed
+# (numaplace.judge.separation); retry-failed leaves them by default, the workflow's last
+# lines count neither as failed
+NOT_FAILED = ("ok", "not-needed")
+
+
 def set_aside_failed(results_dir, statuses=None, say=None):
     """Set aside the current records of a study whose status is in `statuses` (None:
-    every status but ok; an empty list: none, never "no filter"), so that Snakemake
+    every status but ok and not-needed; an empty list: none, never "no filter"), so that Snakemake
     measures those runs again; returns [(run id, status)] of those set aside. An
     unreadable record.json beside an intact KEPT is no failed run: KEPT is restored
     (said through `say`, default stderr) and judged by its own status."""
     if say is None:
         def say(line):
             sys.stderr.write(line + "\n")
-    wanted = (lambda s: s != "ok") if statuses is None else (lambda s: s in statuses)
+    wanted = (lambda s: s not in NOT_FAILED) if statuses is None else (lambda s: s in statuses)
     moved = []
     for rec in iter_records(results_dir):
         rundir = Path(rec["_path"]).parent
@@ -427,13 +433,15 @@ def workflow_outcome(study, records, builds, report_dir, runs_made=True, builds_
             continue
         status, reason = _status_of(path)
         statuses[status] = statuses.get(status, 0) + 1
-        if status != "ok":
+        if status not in NOT_FAILED:
             bad.append((path, status, reason))
     n, ok = len(records), statuses.get("ok", 0)
+    skipped = statuses.get("not-needed", 0)
+    not_needed = f"; {skipped} not needed (adaptive repetitions: their case was decided)" if skipped else ""
     if n and (runs_made or n - missing):
         if bad:
-            counts = ", ".join(f"{s}: {k}" for s, k in sorted(statuses.items()) if s != "ok")
-            lines.append(f"numaplace: {len(bad)} of {n} runs of study {study} failed ({counts}); they stay "
+            counts = ", ".join(f"{s}: {k}" for s, k in sorted(statuses.items()) if s not in NOT_FAILED)
+            lines.append(f"numaplace: {len(bad)} of {n} runs of study {study} failed ({counts}){not_needed}; they stay "
                          f"in the report ({report_dir}/summary.md: Failed and unverified runs); why, in "
                          f"each one's record.json:")
             for path, status, reason in bad[:shown]:
@@ -444,7 +452,7 @@ def workflow_outcome(study, records, builds, report_dir, runs_made=True, builds_
             lines.append(f"numaplace: {missing} of {n} runs of study {study} have no record (not measured, "
                          "or their job failed: see Snakemake's messages above)")
         if not bad and not missing:
-            lines.append(f"numaplace: {ok} of {n} runs of study {study} ok")
+            lines.append(f"numaplace: {ok} of {n} runs of study {study} ok{not_needed}")
         if runs_made and ok == 0 and why is None:
             first = bad[0][0] if bad else None
             stderr = Path(first).parent / "stderr" if first else None

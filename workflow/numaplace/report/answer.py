@@ -93,6 +93,28 @@ def same_cpus_and_memory(r, desc):
     return bool(b) and bool(w) and (b.get("cpus"), b.get("memory")) == (w.get("cpus"), w.get("memory"))
 
 
+def rounds_words(r):
+    """Where a case of adaptive repetitions stopped and why (best_worst's stopped_after,
+    rounds_max, stopped_by, stop_p), in words; "" for fixed repetitions."""
+    by = r.get("stopped_by")
+    if not isinstance(by, str) or by == "fixed" or pd.isna(r.get("rounds_max")):
+        return ""
+    after, most, p = int(r["stopped_after"]), int(r["rounds_max"]), r.get("stop_p")
+    p_words = f" (p {float(p):.2g})" if pd.notna(p) else ""
+    if by == "separated":
+        return f"stopped after {after} of at most {most} rounds: best and runner-up separated{p_words}"
+    if by == "minimum":
+        return f"stopped at the minimum, {after} of at most {most} rounds: {r['stop_reason']}"
+    if by == "maximum":
+        return f"not separated at the maximum, {most} rounds{p_words}"
+    return f"{after} of at most {most} rounds so far"
+
+
+def _rounds(r):
+    words = rounds_words(r)
+    return f"; {words}" if words else ""
+
+
 def _noise(r):
     noise = {"yes": "beyond noise", "no": "within noise", "unknown": "too few runs to tell"}.get(
         str(r["differs"]), str(r["differs"]))
@@ -118,7 +140,7 @@ def kernel_lines(best_worst, summary, runs):
         if not len(placed):
             out.append(f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
                        f"memory, {_what_differs(desc.get(r['best_placement_id']), desc.get(r['worst_placement_id']))} "
-                       f"({r['best_placement']} / {r['worst_placement']}: {_cost(r, None)}, {_noise(r)})")
+                       f"({r['best_placement']} / {r['worst_placement']}: {_cost(r, None)}, {_noise(r)}){_rounds(r)}")
             continue
         bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
         bm, wm = _rates(bg, wg)
@@ -127,7 +149,7 @@ def kernel_lines(best_worst, summary, runs):
         drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
         out.append(f"{case}: best {r['best_placement']} ({r['best_median_s']:.3g} s), worst {r['worst_placement']} "
                    f"({r['worst_median_s']:.3g} s): the wrong choice costs {_cost(r, cost_interval(bm, wm))}, "
-                   f"{_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{flags}{drift}")
+                   f"{_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{flags}{drift}{_rounds(r)}")
     return out
 
 
@@ -218,6 +240,38 @@ def serial_init_lines(summary, runs):
     return out
 
 
+def why_lines(explain):
+    """One line on how far the node x node matrices explain the placements (explain.csv):
+    the rank correlations, the cases where no difference was expected, and the placements
+    the model does not explain, with what the records saw. None without matrices: the
+    machine line already says what to add."""
+    from numaplace.tables.explain import NO_MATRICES
+    if explain is None or not len(explain):
+        return []
+    cases = explain.drop_duplicates(["bench", "class", "variant", "threads"])
+    judged = cases[cases["case_verdict"] != NO_MATRICES]
+    if judged.empty:
+        return []
+    ranked = judged[judged["case_spearman"].notna()]
+    flat = judged[judged["case_verdict"].astype(str).str.startswith("no difference expected")]
+    parts = []
+    if 0 < len(ranked) <= 2:
+        parts += [f"{str(r['bench']).upper()}.{r['class']} {counted(r['threads'], 'thread')}: "
+                  f"{str(r['case_verdict']).split(';')[0]}" for _, r in ranked.iterrows()]
+    elif len(ranked):
+        rho = ranked["case_spearman"].astype(float)
+        parts.append(f"Spearman {rho.min():+.2f} to {rho.max():+.2f} over {len(ranked)} cases")
+    if len(flat):
+        parts.append(f"{counted(len(flat), 'case')} where the matrices expect no difference")
+    missed = explain[explain["explained"] == "no"]
+    if len(missed):
+        named = [f"{str(r['bench']).upper()}.{r['class']} {r['placement']} ({r['cause']})" for _, r in missed.iterrows()]
+        parts.append("not explained: " + "; ".join(named[:3]) + (f"; {len(named) - 3} more" if len(named) > 3 else ""))
+    elif len(ranked):
+        parts.append("every placement on its line")
+    return ["why (memory matrices): " + "; ".join(parts)] if parts else []
+
+
 def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
     lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"))]
@@ -225,7 +279,7 @@ def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     npb = tables.get("runs")
     lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
     if ks:
-        lines += ks
+        lines += ks + why_lines(tables.get("explain"))
     elif npb is not None and len(npb) and npb["bench"].isin([k for k, v in KINDS.items() if v.compared]).any():
         lines.append("NPB: no kernel/class/variant/thread count has two placements with an ok run yet")
     for owner, _ in groups("answer"):              # each kind's own lines (e.g. STREAM's bandwidth)

@@ -237,6 +237,13 @@ def _best_worst_markdown(bw):
            "not keep its threads or pages where asked.", ""]
     if not len(bw):
         return out + ["No placement has an ok run yet.", ""]
+    from numaplace.report.answer import rounds_words
+    # adaptive repetitions: where each case stopped and why (a study of fixed ones has no column)
+    adaptive = "stopped_by" in bw and (bw["stopped_by"].fillna("fixed") != "fixed").any()
+    rounds = [("rounds", lambda r: rounds_words(r) or f"{r['stopped_after']} (fixed)")] if adaptive else []
+    if adaptive:
+        out[-2] += (" *Rounds*: adaptive repetitions, where each case stopped and why "
+                    "(best_worst.csv: stopped_after, stop_reason).")
     return out + [md_table(bw, [
         ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
         ("threads", "threads"), ("best placement", "best_placement"),
@@ -245,7 +252,7 @@ def _best_worst_markdown(bw):
         ("n", "worst_n"), ("improvement", _cost),
         ("beyond noise", "differs"),
         ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
-        ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")]), ""]
+        ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")] + rounds), ""]
 
 
 def explain_markdown(ex):
@@ -276,10 +283,14 @@ def explain_markdown(ex):
 
 
 def _failed_markdown(runs):
-    bad = runs[runs["status"] != "ok"] if len(runs) else runs
+    from numaplace.record.store import NOT_FAILED
+    bad = runs[~runs["status"].isin(NOT_FAILED)] if len(runs) else runs
     out = ["## Failed and unverified runs", ""]
     if not len(bad):
-        return out + ["None: every record is ok.", ""]
+        skipped = int((runs["status"] == "not-needed").sum()) if len(runs) else 0
+        return out + ["None: every record is ok." if not skipped else
+                      f"None: every record is ok, or not needed ({skipped}: adaptive repetitions stopped "
+                      "their case early).", ""]
     bad, more = _limited(bad, "runs")
     return out + [md_table(bad, [("run", "run_id"), ("attempt", "attempt"),
                                  ("record", lambda r: "current" if _truthy(r["current"]) else "set aside"),

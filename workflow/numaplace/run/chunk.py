@@ -10,6 +10,10 @@ numaplace.plan.rounds).
   not measured again: a chunk interrupted (kill -9, Ctrl-C, a walltime, a full disk) and
   started again measures only what is missing, and a record of another definition is
   set aside as an attempt (numaplace.record.store.set_aside) by the run that replaces it.
+* A run of adaptive repetitions past its minimum is first asked about: when the records of
+  the earlier rounds already separate its case's best and runner-up (the judge's
+  decision, given by the caller: numaplace.judge.separation.decide), it gets a not-needed
+  record with the reason instead of a measurement.
 
 The records stay one per run and are no rule's output, so Snakemake never deletes one
 (--forcerun, root). The job's output is the ledger, written last: every run of the chunk
@@ -40,11 +44,39 @@ def _window(spec, affinity):
     return IdleWindow.leave(parse_cpulist(spec["placement"]["cpus"]), affinity)
 
 
-def measure_chunk(runs, results_dir, ledger, chunk=None, say=None):
-    """Measure `runs` ([{"spec": the run's params, "build": its build record}], in the
-    order given: the chunk's shuffled order) into results_dir/runs/<id>/record.json;
-    keep the ones already recorded; write the ledger last and return it. `chunk`: its id,
-    round and seed, kept in each record; `say(record)`: after each run measured."""
+def not_needed(runs, results_dir, record_of, places, decide, say=None):
+    """The runs of `runs` that adaptive repetitions no longer need, each given its
+    not-needed record now: {run id: record}. A run is asked about when its entry has
+    `adaptive` ({min, max, alpha}) and its round is past min; decide(records, spec, min,
+    alpha) -> numaplace.judge.separation.Decision judges it from the study's current
+    records, read once (through numaplace.record.store) and only when a run is asked about."""
+    from numaplace.run.runner import record_not_needed
+    out, records = {}, None
+    for run in runs:
+        spec, reps = run["spec"], run.get("adaptive")
+        if not reps or decide is None or spec["rep"] <= reps["min"]:
+            continue
+        if records is None:
+            from numaplace.record.store import iter_records
+            records = list(iter_records(results_dir))
+        decision = decide(records, spec, reps["min"], reps["alpha"])
+        if decision.stop:
+            extra = {**places[spec["run_id"]], "adaptive": reps,
+                     "decision": {"rounds": decision.rounds, "p": decision.p}}
+            out[spec["run_id"]] = rec = record_not_needed(spec, record_of[spec["run_id"]], decision.reason, extra)
+            if say:
+                say(rec)
+    return out
+
+
+def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None):
+    """Measure `runs` ([{"spec": the run's params, "build": its build record, and for
+    adaptive repetitions "adaptive": {min, max, alpha}}], in the order given: the chunk's
+    shuffled order) into results_dir/runs/<id>/record.json; keep the ones already
+    recorded; give a not-needed record to the adaptive runs `decide` finds not needed
+    (not_needed; without decide every run is measured); write the ledger last and return
+    it. `chunk`: its id, round and seed, kept in each record; `say(record)`: after each
+    run recorded."""
     import fcntl
     import time
     from numaplace.machine.guard import _open_lock
@@ -54,6 +86,11 @@ def measure_chunk(runs, results_dir, ledger, chunk=None, say=None):
     kept = {r["spec"]["run_id"] for r in runs if recorded(record_of[r["spec"]["run_id"]], r["spec"])}
     todo = [r for r in runs if r["spec"]["run_id"] not in kept]
     outcome = {rid: "kept" for rid in kept}
+    places = {r["spec"]["run_id"]: {"round": {**chunk, "position": i, "runs": len(runs)}}
+              for i, r in enumerate(runs, 1)}
+    skipped = not_needed(todo, results_dir, record_of, places, decide, say)
+    outcome.update({rid: rec["status"] for rid, rec in skipped.items()})
+    todo = [r for r in todo if r["spec"]["run_id"] not in skipped]
     if todo:
         fd = _open_lock(None)
         try:
@@ -65,7 +102,7 @@ def measure_chunk(runs, results_dir, ledger, chunk=None, say=None):
             for i, run in enumerate(todo):
                 spec, following = run["spec"], todo[i + 1]["spec"] if i + 1 < len(todo) else None
                 opened = []
-                place = {"round": {**chunk, "position": runs.index(run) + 1, "runs": len(runs)}}
+                place = {**places[spec["run_id"]], **({"adaptive": run["adaptive"]} if run.get("adaptive") else {})}
                 # each run gets its own descriptor of the one lock: closing it (the runner
                 # does, at its end) leaves the chunk's lock held
                 rec = execute_build(spec, run["build"], record_of[spec["run_id"]], window, os.dup(fd),

@@ -2,7 +2,8 @@
 → record.
 
 Every outcome is a record (ok, unverified, failed, timeout, placement-failed,
-not-idle, build-failed); the record is written atomically at the end, so an interrupted run never
+not-idle, build-failed; not-needed: a run adaptive repetitions skipped); the record
+is written atomically at the end, so an interrupted run never
 leaves something that looks complete.
 """
 from __future__ import annotations
@@ -91,6 +92,23 @@ def execute_build(spec, build_record, record_path, window=None, held_lock=None, 
            "status": "build-failed", "reason": build["reason"], "output": None, "captures": None,
            "captures_note": "the run did not execute: its binary could not be built",
            "finished": now(), **more.get("extra", {})}
+    set_aside(record_path.parent)        # an earlier attempt's files: attempts/<n>/ or interrupted/
+    write_record(record_path, rec)
+    return rec
+
+
+def record_not_needed(spec, record_path, reason, extra=None):
+    """A run that adaptive repetitions found not needed (its case decided by the earlier
+    rounds: numaplace.judge.separation): a record of status not-needed carrying the reason,
+    written as every record is (write-protected, kept, with its definition: a chunk
+    started again keeps it byte for byte). Nothing executes, no lock is taken."""
+    record_path = Path(record_path)
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    rec = {**_record_head(spec), "argv": spec["argv"], "env": spec["env"], **host_facts(),
+           "capture_settings": spec.get("capture", {}), "run_settings": spec.get("run", {}),
+           "status": "not-needed", "reason": reason, "output": None, "captures": None,
+           "captures_note": "the run did not execute: adaptive repetitions found it not needed",
+           "finished": now(), **(extra or {})}
     set_aside(record_path.parent)        # an earlier attempt's files: attempts/<n>/ or interrupted/
     write_record(record_path, rec)
     return rec

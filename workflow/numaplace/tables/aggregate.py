@@ -43,7 +43,7 @@ from numaplace.run import numa_maps
 from numaplace.run.capture import NUMASTAT_COUNTERS
 from numaplace.judge.fidelity import footprint_basis, judge, thresholds_of
 from numaplace.plan.placement import label_of, memory_label_of
-from numaplace.record.store import Record, iter_records
+from numaplace.record.store import NOT_FAILED, Record, iter_records
 from numaplace.core.stats import ALPHA, improvement, mann_whitney_p, repetitions_needed, summary_stats
 from numaplace.kinds import groups, table_captions
 from numaplace.tables.explain import explain_table
@@ -117,6 +117,7 @@ def record_row(rec, thresholds=None):
     foreign = rec.get("foreign_load") or {}
     topo_nodes = sorted(int(n) for n in (rec.topology.get("nodes") or {}))
     delta = (rec.get("numastat") or {}).get("system_delta") or {}
+    adaptive, decision = rec.get("adaptive") or {}, rec.get("decision") or {}
     return {
         "run_id": rec.run_id,
         "attempt": rec.attempt,                   # record.store.attempt_of, set by iter_records
@@ -132,6 +133,10 @@ def record_row(rec, thresholds=None):
         "memory": memory_label_of(p) if p.get("memory") else None,
         "binding": p.get("binding"), "launcher": p.get("launcher"),
         "status": rec.status, "reason": rec.get("reason"),
+        # adaptive repetitions (numaplace.judge.separation): the run's min, max and alpha;
+        # a not-needed record's decision: rounds measured before it, best vs runner-up p
+        "reps_min": adaptive.get("min"), "reps_max": adaptive.get("max"), "reps_alpha": adaptive.get("alpha"),
+        "decision_p": decision.get("p"),
         "npb_time_s": npb.get("time_s"), "mops": npb.get("mops"),
         "verification": npb.get("verification"), "npb_threads": npb.get("threads"),
         "wall_s": rec.get("wall_s"), "exit_status": rec.get("exit_status"),
@@ -217,7 +222,8 @@ def runs_table(rows):
     df = pd.DataFrame(out)
     if df.empty:
         df = pd.DataFrame(columns=[k for k in _empty_row() if not k.startswith("_")])
-    for c in ("threads", "rep", "attempt", "npb_threads", "exit_status", "data_bytes", "data_pages"):
+    for c in ("threads", "rep", "attempt", "npb_threads", "exit_status", "data_bytes", "data_pages",
+              "reps_min", "reps_max"):
         if c in df:
             df[c] = df[c].astype("Int64")
     for c in df.columns:
@@ -248,7 +254,7 @@ def summary_table(runs, plan=None):
         rows = g["rows"]
         current = [r for r in rows if r["current"]]
         ok = [r for r in current if r["status"] == "ok" and not _isnan(r["npb_time_s"])]
-        failed = [r for r in rows if r["status"] != "ok"]
+        failed = [r for r in rows if r["status"] not in NOT_FAILED]
         statuses = {}
         for r in failed:
             statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -292,6 +298,7 @@ def best_worst_table(summary, runs):
         if r["current"] and r["status"] == "ok" and not _isnan(r["npb_time_s"]):
             ok_times.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(float(r["npb_time_s"]))
     out = []
+    stops = case_stops(runs)
     measured = summary[summary["n"] > 0]
     for case, g in measured.groupby(CASE_KEYS, sort=True):
         g = g.assign(_mops=g["mops_median"].fillna(-np.inf))
@@ -328,17 +335,63 @@ def best_worst_table(summary, runs):
                    runner_up_mwu_p=p_second,
                    runner_up_reps_needed=pd.NA if second is None else _more_needed(bt, st, p_second < ALPHA))
         row["rests_on_drift"] = bool(best["n_drift"] or worst["n_drift"])
+        # where the case's rounds stopped, and why; at the maximum, p of the best against
+        # the next placement (the runner-up, or with two placements the worst)
+        row.update(stops.get(case, _FIXED_UNKNOWN))
+        if row["stopped_by"] == "maximum":
+            p_next = p_second if second is not None else row["mwu_p"]
+            row["stop_p"] = p_next
+            row["stop_reason"] += f": Mann-Whitney p {p_next:.2g}" if pd.notna(p_next) else ": too few runs to test"
         out.append(row)
     cols = CASE_KEYS + ["n_placements", "n_placements_planned"] + [
         f"{side}_{c}" for side in ("best", "worst")
         for c in ("placement", "placement_id", "n", "median_s", "min_s", "max_s", "n_drift")] + [
         "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
         "reps_needed", "runner_up_placement", "runner_up_placement_id", "runner_up_median_s", "runner_up_mwu_p",
-        "runner_up_reps_needed", "rests_on_drift"]
+        "runner_up_reps_needed", "rests_on_drift", "stopped_after", "rounds_max", "stopped_by", "stop_reason",
+        "stop_p"]
     df = pd.DataFrame(out, columns=cols)
-    for c in ("threads", "reps_needed", "runner_up_reps_needed"):
+    for c in ("threads", "reps_needed", "runner_up_reps_needed", "stopped_after", "rounds_max"):
         df[c] = df[c].astype("Int64")
     return df
+
+
+_FIXED_UNKNOWN = {"stopped_after": pd.NA, "rounds_max": pd.NA, "stopped_by": "fixed",
+                  "stop_reason": "fixed repetitions", "stop_p": np.nan}
+
+
+def case_stops(runs):
+    """{case: stopped_after, rounds_max, stopped_by, stop_reason, stop_p}: how many rounds
+    of each case were measured (the highest round of a current record that is not
+    not-needed) and why no more: `fixed` repetitions; adaptive repetitions
+    (numaplace.judge.separation) stopped early, its best and runner-up `separated` or at
+    the `minimum` (one placement, a kind not compared), with the first not-needed record's
+    reason; at the `maximum` without separating; `unfinished` while rounds are missing."""
+    need = {"rep", "status", "current"}
+    if not len(runs) or not need <= set(runs.columns):
+        return {}
+    out = {}
+    current = runs[runs["current"].astype(bool)]
+    for case, g in current.groupby(CASE_KEYS, sort=True):
+        measured = g[(g["status"] != "not-needed") & g["rep"].notna()]
+        after = int(measured["rep"].max()) if len(measured) else 0
+        most = g["reps_max"].dropna().max() if "reps_max" in g else np.nan
+        skipped = g[g["status"] == "not-needed"].sort_values("rep")
+        if pd.isna(most):
+            row = {"rounds_max": after, "stopped_by": "fixed", "stop_reason": "fixed repetitions", "stop_p": np.nan}
+        elif len(skipped):
+            first = skipped.iloc[0]
+            p = first.get("decision_p")
+            row = {"rounds_max": int(most), "stopped_by": "separated" if pd.notna(p) else "minimum",
+                   "stop_reason": str(first["reason"]), "stop_p": p if pd.notna(p) else np.nan}
+        elif after >= most:
+            row = {"rounds_max": int(most), "stopped_by": "maximum",
+                   "stop_reason": f"not separated at the maximum, {int(most)} rounds", "stop_p": np.nan}
+        else:
+            row = {"rounds_max": int(most), "stopped_by": "unfinished",
+                   "stop_reason": f"{after} of at most {int(most)} rounds measured so far", "stop_p": np.nan}
+        out[case] = {"stopped_after": after, **row}
+    return out
 
 
 def _more_needed(a, b, told_apart):

@@ -1,0 +1,186 @@
+"""Loaded latency (microbench/src/loadlat): the bandwidth-latency curve. Thread 0 chases
+memlat's random pointer chain while the run's other threads read buffers of their own
+with membw's scalar loads, pausing a set number of spin iterations after every 512 B:
+one point per delay, the chaser's ns per load against the MB/s the loaders drew in the
+same timed region, and first the idle latency (no load). Written from the published
+description of Intel MLC's --loaded_latency, not its code.
+
+Where the load falls is the placement's: the chain and (by default) the loaders' buffers
+are first-touched by thread 0, so on its node or the membind node ("local" or "remote"
+latency under load on that memory); `--load-memory own` puts each loader's buffer on the
+loader's own node (load on another node's memory while the chaser reads its own).
+
+Its own table, loaded_latency.csv: one row per point and repetition, with where the
+chaser, its memory and the loaders were; its figure, loaded_latency: latency against
+load bandwidth per placement (MLC's curve); the answer says, per placement, the idle
+latency and the latency at the heaviest load."""
+from __future__ import annotations
+
+from numaplace import ConfigError
+from numaplace.kinds import register
+from numaplace.kinds.memory import record_rows
+from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _bytes_text,
+                                        _choice, _stride, _whole, machine_memory)
+
+MAX_DELAYS = 64                     # loadlat.c's
+MAX_DELAY = 100_000_000
+DEFAULT_DELAYS = (0, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800)
+COLUMNS = ["size_bytes", "placement_id", "placement", "load_memory", "reader_cpu", "reader_node", "memory_node",
+           "load_threads", "load_nodes", "load_pages_by_node", "delay", "rep", "sample", "load_mbps", "value",
+           "unit", "status", "pages_on_memory_node", "migrated", "run_id", "attempt", "record"]
+
+
+def _delays(text):
+    items = text.split(",")
+    if not 1 <= len(items) <= MAX_DELAYS or not all(i.isascii() and i.isdigit() and int(i) <= MAX_DELAY
+                                                     for i in items):
+        raise ValueError(f"expected spin counts from 0 to {MAX_DELAY} separated by commas, such as 0,100,1000 "
+                         f"(at most {MAX_DELAYS})")
+    return [int(i) for i in items]
+
+
+def _nodes(value):
+    """load_nodes as words ('?' when unknown): read back from the CSV, '0' is the number 0."""
+    if value is None or value != value or str(value) == "":
+        return "?"
+    return str(int(value)) if isinstance(value, float) else str(value)
+
+
+def _load_nodes(result):
+    """The loaders' nodes as they started (thread_nodes without the chaser's): '1,1'."""
+    nodes = str(result.get("thread_nodes") or "").split(",")[1:]
+    return ",".join(n for n in nodes if n not in ("", "-1"))
+
+
+class LoadLat(MicroBench):
+    flags = {**COMMON_FLAGS, "--delays": _delays, "--load-memory": _choice("chaser", "own"),
+             "--stride": _stride, "--min-loads": _whole(0, LONG_MAX), "--seed": _whole(0, ULLONG_MAX)}
+    tables = {"loaded_latency": "loaded_latency.csv: chaser latency against the loaders' bandwidth, per delay, "
+                                "placement and repetition"}
+    figures = {"loaded_latency": "Memory: loaded latency (latency vs bandwidth)"}
+
+    def in_parallel(self, opts):
+        return True                         # the loaders read while the chaser chases
+
+    def passes(self, opts):
+        return 1 + len(opts.get("--delays", DEFAULT_DELAYS))      # the idle point and one per delay
+
+    def floor_s(self, opts):
+        return opts.get("--min-loads", 10**6) * LOAD_MIN_S
+
+    def run_seconds(self, cls, threads, args, speed=1.0):
+        # measured here: 11 points x (5 + 1 warm-up) regions of ~0.12 s and a 128 MiB chain: ~9 s
+        delays = len(DEFAULT_DELAYS)
+        if "--delays" in args and args.index("--delays") + 1 < len(args):
+            delays = len(str(args[args.index("--delays") + 1]).split(","))
+        reps = int(args[args.index("--reps") + 1]) if "--reps" in args and args.index("--reps") + 1 < len(args) else 5
+        return 2.0 + (1 + delays) * (reps + 1) * 0.13
+
+    def check_args(self, args, benches, placements, topo, config, where, entry):
+        super().check_args(args, benches, placements, topo, config, where, entry)
+        from numaplace.kinds.microbench import parse_args
+        from numaplace.core.schema import setting
+        opts, at = parse_args(args, benches, where, entry)
+        memory = machine_memory(topo, setting("platform", config) == "auto")
+        largest = max((size or 0 for _, size in opts.get("--sizes", ())), default=0)
+        threads = max(p.threads for p in placements) if placements else 1
+        if memory and largest * threads > memory[0]:
+            raise ConfigError(where, f"{entry}.args[{at['--sizes'] + 1}]", f"--sizes: {threads} buffers of "
+                              f"{_bytes_text(largest)} (the chain and one per loader) are more than {memory[1]}")
+
+    # -- its table, figure, summary and answer ------------------------------------------
+    def make_tables(self, records, thresholds):
+        import pandas as pd
+        rows = []
+        for rec in records:
+            p = rec.placement
+            results = (rec.output or {}).get("results") or []
+            for r, row in zip(results, record_rows(rec, thresholds["memory_cell_share_min"])):
+                rows.append({**{c: row.get(c) for c in COLUMNS if c in row},
+                             "placement": p.get("shape") or p.get("id"), "load_memory": r.get("load_memory"),
+                             "load_threads": r.get("load_threads"), "load_nodes": _load_nodes(r),
+                             "load_pages_by_node": ",".join(f"{n}:{c}" for n, c in
+                                                            (r.get("load_pages_by_node") or {}).items()),
+                             "delay": r.get("delay"), "load_mbps": r.get("load_mbps"), "attempt": rec.is_attempt})
+        df = pd.DataFrame(rows, columns=COLUMNS)
+        return {"loaded_latency": df.sort_values(["size_bytes", "placement_id", "load_memory", "delay", "rep",
+                                                  "sample"], kind="stable").reset_index(drop=True)}
+
+    @staticmethod
+    def curves(table):
+        """Median latency and load MB/s per (size, placement, load memory, delay), ok rows of
+        current records, from the idle point (delay -1) to the heaviest load (delay 0)."""
+        ok = table[(table["status"] == "ok") & ~table["attempt"].astype(str).isin(["True", "true"])]
+        keys = ["size_bytes", "placement_id", "placement", "load_memory", "memory_node", "delay"]
+        med = ok.groupby(keys, dropna=False).agg(latency_ns=("value", "median"), latency_min=("value", "min"),
+                                                 latency_max=("value", "max"), load_mbps=("load_mbps", "median"),
+                                                 load_nodes=("load_nodes", "first"), n=("value", "count"))
+        return med.reset_index()
+
+    def draw(self, tables, w):
+        import matplotlib.pyplot as plt
+        table = tables.get("loaded_latency")
+        if table is None or table.empty:
+            return
+        curves = self.curves(table)
+        for size, g in curves.groupby("size_bytes"):
+            fig, ax = plt.subplots(figsize=(w.cfg["width"], 4.2))
+            for (_, label, load_memory, mnode), c in g.groupby(["placement_id", "placement", "load_memory",
+                                                                 "memory_node"], dropna=False):
+                c = c.sort_values("load_mbps")
+                loaders = _nodes(c.sort_values("delay")["load_nodes"].iloc[-1])
+                ax.errorbar(c["load_mbps"] / 1000, c["latency_ns"],
+                            yerr=[c["latency_ns"] - c["latency_min"], c["latency_max"] - c["latency_ns"]],
+                            marker="o", capsize=2, label=f"{label}: memory node {mnode}, loaders on nodes "
+                                                          f"{loaders} ({load_memory} memory)")
+            ax.set_xlabel("load bandwidth drawn by the loaders (GB/s, 10^9 B/s; median)")
+            ax.set_ylabel("chaser latency (ns per dependent load; median, min-max)")
+            title = f"loadlat loaded latency — {int(size) / 2**20:.0f} MiB buffers"
+            ax.set_title(title, loc="left", fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+            w.save(fig, "loaded_latency", f"loadlat.{int(size)}", title,
+                   {"bench": "loadlat", "class": "X", "variant": "default", "threads": None})
+
+    def _ends(self, table):
+        """Per (size, placement, load memory): its idle point and its heaviest load."""
+        curves = self.curves(table)
+        out = []
+        for _, c in curves.groupby(["size_bytes", "placement_id", "load_memory", "memory_node"], dropna=False):
+            idle, loaded = c[c["delay"] == -1], c[c["delay"] >= 0]
+            if idle.empty or loaded.empty:
+                continue
+            heavy = loaded.loc[loaded["load_mbps"].idxmax()]
+            out.append((idle.iloc[0], heavy))
+        return out
+
+    def summary(self, tables, md_table):
+        table = tables.get("loaded_latency")
+        if table is None or table.empty:
+            return []
+        curves = self.curves(table)
+        cols = [("size (MiB)", lambda r: f"{int(r['size_bytes']) / 2**20:.0f}"), ("placement", "placement"),
+                ("memory node", "memory_node"), ("loaders' nodes", lambda r: _nodes(r["load_nodes"]) if r["delay"] >= 0 else ""), ("load memory", "load_memory"),
+                ("delay", lambda r: "idle" if r["delay"] == -1 else f"{int(r['delay'])}"),
+                ("load MB/s", lambda r: f"{r['load_mbps']:.0f}"), ("latency ns", lambda r: f"{r['latency_ns']:.1f}"),
+                ("n", "n")]
+        return ["## Loaded latency", "",
+                "The chaser's latency (median ns per dependent load) while the other threads of the run read "
+                "memory, throttled by a delay (spin iterations after every 512 B; idle: no load); load MB/s is "
+                "what the loaders drew during the same timed regions. Full rows in loaded_latency.csv.", "",
+                md_table(curves, cols), ""]
+
+    def answer(self, tables):
+        table = tables.get("loaded_latency")
+        if table is None or table.empty:
+            return []
+        lines = []
+        for idle, heavy in self._ends(table):
+            lines.append(f"loaded latency ({heavy['placement']}, memory on node {heavy['memory_node']}): "
+                         f"idle {idle['latency_ns']:.0f} ns; {heavy['latency_ns']:.0f} ns "
+                         f"({heavy['latency_ns'] / idle['latency_ns'] - 1:+.0%}) under "
+                         f"{heavy['load_mbps'] / 1000:.1f} GB/s of load from nodes {_nodes(heavy['load_nodes'])}")
+        return lines
+
+
+register(LoadLat("loadlat", "loadlat loaded latency", "value", "ns", False))
