@@ -158,6 +158,28 @@ def test_separated_best_and_runner_up_stop_the_case():
     assert not decide(records, spec("b", 5), 4, 0.01).stop
 
 
+def test_every_look_tests_at_alpha_split_over_the_looks():
+    """Looking before each of rounds min+1..max: alpha / (max - min) a look (Bonferroni), so
+    that stopping on chance alone stays below alpha over the whole study."""
+    four = rounds_of({"a": [1.0, 1.01, 1.02, 1.03], "b": [2.0, 2.01, 2.02, 2.03]})
+    d = decide(four, spec("b", 5), 4, 0.05, 6)                  # 2 looks: 0.025 each; 4 vs 4 gives 0.029
+    assert not d.stop and d.reason.endswith("Mann-Whitney p 0.029 >= 0.025 (0.05 over 2 looks)"), d.reason
+    five = four + [rec("a", 5, 1.04), rec("b", 5, 2.04)]
+    d = decide(five, spec("b", 6), 4, 0.05, 6)
+    assert d.stop and d.reason.endswith("p 0.0079 < 0.025 (0.05 over 2 looks)"), d.reason
+    assert decide(four, spec("b", 5), 4, 0.05, 5).stop          # 1 look: alpha itself
+
+
+def test_a_placement_short_of_runs_keeps_the_case_going():
+    """Best and runner-up apart, but a third placement has too few ok runs to be ranked:
+    it could be the best, so the case goes on."""
+    records = rounds_of({"a": [1.0] * 4, "b": [2.0] * 4, "c": [3.0] * 4})
+    for r in records[-3:]:
+        r["status"] = "failed"                                    # c: 1 ok run of 4
+    d = decide(records, spec("a", 5), 4, 0.05)
+    assert not d.stop and "c has 1 ok runs after 4 rounds" in d.reason, d.reason
+
+
 def test_interleaved_best_and_runner_up_go_on_and_the_worst_does_not_count():
     # a and b interleave; c is far worse (the worst alone would separate at once)
     records = rounds_of({"a": [1.0, 1.2, 1.4, 1.6], "b": [1.1, 1.3, 1.5, 1.7], "c": [9.0] * 4})
@@ -180,7 +202,7 @@ def test_failed_runs_do_not_count_and_fewer_than_min_ok_runs_go_on():
     records = rounds_of({"a": [1.0] * 4, "b": [2.0] * 4})
     records[0]["status"] = "failed"                          # a has 3 ok runs of 4 rounds
     d = decide(records, spec("a", 5), 4, 0.05)
-    assert not d.stop and "3 ok runs on a side" in d.reason and "minimum of 4" in d.reason
+    assert not d.stop and "a has 3 ok runs after 4 rounds" in d.reason and "minimum of 4" in d.reason
     # a not-needed record is no measured round
     more = records + [rec("a", 5, None, status="not-needed"), rec("b", 5, None, status="not-needed")]
     assert decide(more, spec("a", 6), 4, 0.05).rounds == 4
@@ -226,7 +248,7 @@ def chunk_entry(pid, rep):
          "run": {"idle_check": "off"}, "capture": {}}
     s["placement"] = {**s["placement"], "cpus": "0", "nodes": "0", "layout": "2 on 0", "memory_nodes": "",
                       "launcher": "taskset"}
-    return {"spec": s, "build": "b.json", "adaptive": {"min": 4, "max": 6, "alpha": 0.05}}
+    return {"spec": s, "build": "b.json", "adaptive": {"min": 4, "max": 5, "alpha": 0.05}}
 
 
 @pytest.fixture
@@ -263,19 +285,39 @@ def test_a_chunk_past_min_writes_not_needed_records_and_keeps_them_when_started_
     skipped = json.loads(path.read_text())
     assert skipped["status"] == "not-needed" and skipped["output"] is None and skipped["rep"] == 5
     assert skipped["reason"] == "best a and runner-up b separated after 4 rounds: Mann-Whitney p 0.029 < 0.05"
-    assert skipped["placement"]["id"] == "a" and skipped["adaptive"] == {"min": 4, "max": 6, "alpha": 0.05}
+    assert skipped["placement"]["id"] == "a" and skipped["adaptive"] == {"min": 4, "max": 5, "alpha": 0.05}
     assert skipped["decision"] == {"rounds": 4, "p": pytest.approx(2 / 70)}
     assert skipped["round"] == {"chunk": "r5.c1", "round": 5, "position": 1, "runs": 3}
     # written as every record is: write-protected, with its second name, read by the readers
     assert path.stat().st_mode & 0o222 == 0 and os.path.samefile(path, path.parent / KEPT)
     assert {r.run_id: r.status for r in iter_records(tmp_path)}["cg.S.default.a.r5"] == "not-needed"
-    assert json.loads((tmp_path / "runs/mg.S.default.a.r5/record.json").read_text())["adaptive"]["max"] == 6
+    assert json.loads((tmp_path / "runs/mg.S.default.a.r5/record.json").read_text())["adaptive"]["max"] == 5
     # started again (kill -9, --forcerun): kept byte for byte, nothing measured or decided again
     before = path.read_bytes()
     again = measure_chunk(runs, tmp_path, tmp_path / "rounds" / "r5.c1.json", {"chunk": "r5.c1", "round": 5},
                           decide=lambda *a: pytest.fail("a kept record was decided again"))
     assert [e["outcome"] for e in again["runs"]] == ["kept"] * 3 and measured == ["mg.S.default.a.r5"]
     assert path.read_bytes() == before
+
+
+def test_a_not_needed_record_of_other_repetitions_is_decided_again(tmp_path, measured):
+    """A study that now asks for other repetitions (here alpha 0.04, or max 6: two looks at
+    0.025) does not keep a run found not needed under the old ones: it is decided again,
+    and the old record is set aside as an attempt, kept."""
+    from numaplace.run.chunk import measure_chunk
+    for r in rounds_of({"a": [1.0] * 4, "b": [2.0] * 4}):
+        write_as_a_run(tmp_path, r)
+    first = measure_chunk([chunk_entry("a", 5)], tmp_path, tmp_path / "l.json", decide=decide)
+    assert [e["outcome"] for e in first["runs"]] == ["not-needed"] and measured == []
+    other = {**chunk_entry("a", 5), "adaptive": {"min": 4, "max": 5, "alpha": 0.04}}
+    again = measure_chunk([other], tmp_path, tmp_path / "l.json", decide=decide)
+    assert [e["outcome"] for e in again["runs"]] == ["not-needed"]
+    run = tmp_path / "runs" / "cg.S.default.a.r5"
+    assert json.loads((run / "record.json").read_text())["adaptive"]["alpha"] == 0.04
+    assert json.loads((run / "attempts" / "1" / "record.json").read_text())["adaptive"]["alpha"] == 0.05
+    stricter = {**chunk_entry("a", 5), "adaptive": {"min": 4, "max": 6, "alpha": 0.05}}
+    measure_chunk([stricter], tmp_path, tmp_path / "l.json", decide=decide)
+    assert measured == ["cg.S.default.a.r5"]                    # not separated at 0.025: measured
 
 
 def test_without_a_decision_or_within_min_every_run_is_measured(tmp_path, measured):
@@ -367,8 +409,9 @@ printf ' Mop/s total     =                   %s\\n Verification    =            
 
 @pytest.mark.workflow
 def test_adaptive_study_end_to_end(repo, tmp_path):
-    """CG's placements are 1 s apart (4 vs 4 non-overlapping runs: p 0.029): the case stops
-    after its min of 4 rounds; MG's take the same time on both: it goes on to the max of 6.
+    """CG's placements are 1 s apart: after its min of 4 rounds (4 vs 4 runs apart: p 0.029)
+    it is not yet separated at the 0.025 of each of its two looks (before rounds 5 and 6),
+    after 5 it is (p 0.0079); MG's take the same time on both: it goes on to the max of 6.
     The records, the ledgers, best_worst.csv and the answer say so."""
     from conftest import copy_workflow, run_snakemake
     if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
@@ -400,21 +443,22 @@ def test_adaptive_study_end_to_end(repo, tmp_path):
     status = {rid: r_["status"] for rid, r_ in recs.items()}
     assert len(status) == 24
     for cpu in "01":
-        assert [status[f"cg.S.default.c{cpu}_loc_p_ts.r{i}"] for i in range(1, 7)] == ["ok"] * 4 + ["not-needed"] * 2
+        assert [status[f"cg.S.default.c{cpu}_loc_p_ts.r{i}"] for i in range(1, 7)] == ["ok"] * 5 + ["not-needed"]
         assert [status[f"mg.S.default.c{cpu}_loc_p_ts.r{i}"] for i in range(1, 7)] == ["ok"] * 6
     skipped = recs["cg.S.default.c1_loc_p_ts.r6"]
-    assert skipped["reason"] == "best cpus 0 and runner-up cpus 1 separated after 4 rounds: Mann-Whitney p 0.029 < 0.05"
-    # the ledgers: round 5 and 6 say which runs were not needed; round 4 measured them all
+    assert skipped["reason"] == ("best cpus 0 and runner-up cpus 1 separated after 5 rounds: Mann-Whitney p 0.0079 "
+                                 "< 0.025 (0.05 over 2 looks)")
+    # the ledgers: round 6 says which runs were not needed; round 5 measured them all
     def outcomes(chunk):
         return sorted(e["outcome"] for e in json.loads((results / "rounds" / f"{chunk}.json").read_text())["runs"])
-    assert outcomes("r4.c1") == ["ok"] * 4
-    assert outcomes("r5.c1") == outcomes("r6.c1") == ["not-needed", "not-needed", "ok", "ok"]
+    assert outcomes("r4.c1") == outcomes("r5.c1") == ["ok"] * 4
+    assert outcomes("r6.c1") == ["not-needed", "not-needed", "ok", "ok"]
     bw = pd.read_csv(results / "tables" / "best_worst.csv").set_index("bench")
-    assert (bw.loc["cg", "stopped_after"], bw.loc["cg", "rounds_max"], bw.loc["cg", "stopped_by"]) == (4, 6, "separated")
+    assert (bw.loc["cg", "stopped_after"], bw.loc["cg", "rounds_max"], bw.loc["cg", "stopped_by"]) == (5, 6, "separated")
     assert bw.loc["cg", "stop_reason"] == skipped["reason"]
     assert (bw.loc["mg", "stopped_after"], bw.loc["mg", "stopped_by"]) == (6, "maximum")
     answer = (wf / "report" / name / "answer.txt").read_text()
-    assert "stopped after 4 of at most 6 rounds: best and runner-up separated (p 0.029)" in answer, answer
+    assert "stopped after 5 of at most 6 rounds: best and runner-up separated (p 0.0079)" in answer, answer
     assert "not separated at the maximum, 6 rounds (p 1)" in answer, answer
-    assert f"numaplace: 20 of 24 runs of study {name} ok; 4 not needed" in r.out, r.out[-3000:]
+    assert f"numaplace: 22 of 24 runs of study {name} ok; 2 not needed" in r.out, r.out[-3000:]
     assert "failed" not in r.out.split("numaplace: the answer")[-1], r.out[-3000:]

@@ -37,7 +37,8 @@ def test_the_curve_starts_idle_and_the_delay_throttles_the_load(microbench):
     assert out["complete"] and out["verified"] and out["run"]["load_threads"] == 1
     res = out["results"]
     assert [r["delay"] for r in res] == [-1, -1, 0, 0, 20000, 20000]        # idle first, then each delay
-    assert all(r["load_mbps"] == 0 and r["load_threads"] == 0 for r in res[:2])
+    assert all(r["load_mbps"] == 0 and r["load_threads"] == r["load_active"] == 0 for r in res[:2])
+    assert all(r["load_threads"] == r["load_active"] == 1 for r in res[2:])     # the loader drew bytes
     heavy = min(r["load_mbps"] for r in res if r["delay"] == 0)
     light = max(r["load_mbps"] for r in res if r["delay"] == 20000)
     assert heavy > 4 * light > 0, (heavy, light)
@@ -66,13 +67,18 @@ def test_the_binary_refuses_bad_options_in_one_line(microbench, args, says):
 
 # -- the study's args, checked before any run ------------------------------------------
 
-def study(tmp_path, args, placements=({"compact": ["all"]},), platform="auto"):
+def study(tmp_path, args, placements=({"compact": ["all"]},), platform="auto", memory=None, load_memory=None):
+    """A loadlat study planned from files under tmp_path; platform "two": 2 nodes x 2 CPUs x 1 GiB."""
     from numaplace.plan.study import load_study_file
+    (tmp_path / "platforms").mkdir(exist_ok=True)
+    (tmp_path / "platforms" / "two.yaml").write_text(
+        "name: two\nnodes:\n  - {id: 0, cpus: '0-1', memory_mb: 1024}\n  - {id: 1, cpus: '2-3', memory_mb: 1024}\n"
+        "distances: [[10, 20], [20, 10]]\n")
+    exp = {"name": "ll", "args": args, "placements": list(placements), **({"memory": [memory]} if memory else {})}
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump({"study": "ll", "platform": platform, "launcher": "numactl", "benchmarks": ["loadlat"],
-                                 "classes": ["X"], "repetitions": 1, "binding": "threads",
-                                 "experiments": [{"name": "ll", "args": args, "placements": list(placements)}]}))
-    return load_study_file(f, REPO / "config")
+                                 "classes": ["X"], "repetitions": 1, "binding": "threads", "experiments": [exp]}))
+    return load_study_file(f, tmp_path)
 
 
 @pytest.mark.parametrize("args, entry, says", [
@@ -90,14 +96,47 @@ def test_bad_args_are_refused_naming_the_entry(tmp_path, args, entry, says):
 
 
 def test_buffers_of_every_thread_must_fit_the_memory(tmp_path):
-    """One buffer per thread (the chain and one per loader): 2 x 60 % of the machine's
-    memory is refused where membw's single buffer of that size would pass."""
-    kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
-    size = f"{int(kb * 0.6) // 1024}M"
+    """One buffer per thread (the chain and one per loader), all on the chaser's node or its
+    membind node unless --load-memory own: 2 x 600 MiB do not fit a node of 1 GiB, where one
+    buffer of 600 MiB would, and 2 x 1.2 GiB are more than the machine."""
+    two = ({"cpus": "0,1"},)
     with pytest.raises(ConfigError) as e:
-        study(tmp_path, ["--sizes", size], placements=({"cpus": "0,1"},))
-    assert "2 buffers of" in str(e.value) and "experiments[0] (ll).args[1]:" in str(e.value)
-    assert study(tmp_path, ["--sizes", size], placements=({"cpus": "0"},)).runs          # 1 thread: one buffer
+        study(tmp_path, ["--sizes", "600M"], placements=two, platform="two")
+    assert "experiments[0] (ll).args[1]: --sizes 600M: placement" in str(e.value)
+    assert "puts 2 buffers of 600 MiB on node 0, which holds 1 GiB" in str(e.value)
+    with pytest.raises(ConfigError) as e:                       # bound to node 1: the same
+        study(tmp_path, ["--sizes", "600M"], placements=({"cpus": "0,2"},), platform="two", memory={"membind": [1]})
+    assert "on node 1, which holds 1 GiB" in str(e.value)
+    assert study(tmp_path, ["--sizes", "600M"], placements=({"cpus": "0"},), platform="two").runs
+    assert study(tmp_path, ["--sizes", "600M", "--load-memory", "own"], placements=({"cpus": "0,2"},),
+                 platform="two").runs                          # each buffer on its own node
+    with pytest.raises(ConfigError) as e:
+        study(tmp_path, ["--sizes", "1200M", "--load-memory", "own"], placements=({"cpus": "0,2"},), platform="two")
+    assert "2 buffers of 1.17 GiB (the chain and one per loader) are more than platform two's memory" in str(e.value)
+
+
+def fake_sysfs(root, sockets):
+    """cpu/cpuN/cache of `sockets` sockets of 2 CPUs: L1d 32K, L1i 32K, L2 512K each, one
+    32M L3 per socket."""
+    for cpu in range(2 * sockets):
+        pair = f"{cpu // 2 * 2}-{cpu // 2 * 2 + 1}"
+        for i, (level, kind, size, shared) in enumerate([(1, "Data", "32K", str(cpu)), (1, "Instruction", "32K", str(cpu)),
+                                                         (2, "Unified", "512K", str(cpu)), (3, "Unified", "32768K", pair)]):
+            d = root / f"cpu{cpu}" / "cache" / f"index{i}"
+            d.mkdir(parents=True)
+            for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+                (d / name).write_text(f"{value}\n")
+    return root
+
+
+@pytest.mark.parametrize("sockets", [1, 2])
+def test_named_sizes_resolve_as_the_binary_does(tmp_path, sockets):
+    """DRAM = 4 x every last-level cache once (mb_parse_sizes), the others half a cache of CPU 0."""
+    from numaplace.kinds.microbench import named_size
+    sysfs = fake_sysfs(tmp_path, sockets)
+    assert named_size("DRAM", sysfs=sysfs) == 4 * sockets * 32 * 2**20
+    assert [named_size(n, sysfs=sysfs) for n in ("LLC", "L2", "L1")] == [16 * 2**20, 256 * 2**10, 16 * 2**10]
+    assert named_size("DRAM", sysfs=tmp_path / "none") is None
 
 
 def test_a_run_is_estimated_from_its_points_and_repetitions():
@@ -107,6 +146,21 @@ def test_a_run_is_estimated_from_its_points_and_repetitions():
     opts = {"--delays": [0, 100], "--reps": 3, "--min-time": 0.1}
     seconds, how = k.seconds_at_least(opts, 2)
     assert seconds == pytest.approx(3 * 3 * 0.1) and "at once" in how
+
+
+@pytest.mark.parametrize("change, status", [
+    ({}, "ok"),
+    ({"load_active": 1, "load_threads": 2}, "idle-loader"),                    # a loader drew nothing
+    ({"load_pages_by_node": {0: 90, 1: 10}}, "drift"),                         # its buffer spilled to node 1
+    ({"load_pages_by_node": {0: 90, 1: 10}, "load_memory": "own"}, "ok"),      # on its own node: meant
+    ({"delay": -1, "load_active": 0, "load_threads": 0}, "ok"),                # the idle point
+])
+def test_a_point_is_ok_only_with_every_loader_loading_where_meant(change, status):
+    from numaplace.kinds.loadlat import point_status
+    result = {"delay": 0, "load_threads": 2, "load_active": 2, "load_memory": "chaser",
+              "load_pages_by_node": {0: 100}, **change}
+    assert point_status(result, {"status": "ok", "memory_node": 0}, 0.99) == status
+    assert point_status(result, {"status": "drift", "memory_node": 0}, 0.99) == "drift"   # the chain's own
 
 
 # -- its table, summary and answer, from a real record ---------------------------------

@@ -27,7 +27,7 @@ long mb_page_nodes(const void *buf, size_t len, long counts[], long *unknown);
 long mb_huge_kb(const void *buf, size_t len);
 int mb_majority_node(const long counts[], long total, double *share);
 
-void *mb_alloc(size_t len, int hugepages);
+void *mb_alloc(size_t len, int hugepages);  /* page-aligned (2 MiB with hugepages, madvised) */
 
 /* Where a buffer went: the first-touching thread's CPU and node, and its pages per node */
 typedef struct {
@@ -39,7 +39,7 @@ typedef struct {
     char by_node[512];      /* node:pages of every node holding some */
 } mb_placement;
 /* Fill pl for [buf, buf+len), from the thread that first touched it, right after */
-void mb_locate(const void *buf, size_t len, mb_placement *pl);  /* page-aligned (2 MiB with hugepages, madvised) */
+void mb_locate(const void *buf, size_t len, mb_placement *pl);
 
 /* Size list "4K,1M,2.5M,64M" (K/M/G = 2^10/2^20/2^30; plain bytes) or names resolved from
  * the caches: L1 = L1d/2, L2 = L2/2, LLC = LLC/2, DRAM = 4 x all LLCs; returns count, -1 if bad. */

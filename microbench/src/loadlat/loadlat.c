@@ -78,11 +78,21 @@ static void loader(int tid, const double *a, size_t n)
     }
 }
 
-static unsigned long load_bytes(int nthreads)
+/* every loader's byte count now, into snap[]; returns their sum */
+static unsigned long load_bytes(int nthreads, unsigned long snap[])
 {
     unsigned long sum = 0;
-    for (int t = 1; t < nthreads; t++) sum += __atomic_load_n(&counters[t].bytes, __ATOMIC_RELAXED);
+    for (int t = 1; t < nthreads; t++) sum += snap[t] = __atomic_load_n(&counters[t].bytes, __ATOMIC_RELAXED);
     return sum;
+}
+
+/* loaders that read something between two snapshots: one that never ran (not scheduled,
+ * its CPU taken) leaves a point that is not the load it says */
+static int active(int nthreads, const unsigned long before[], const unsigned long after[])
+{
+    int n = 0;
+    for (int t = 1; t < nthreads; t++) n += after[t] > before[t];
+    return n;
 }
 
 static void fill(double *a, size_t n)
@@ -208,6 +218,7 @@ int main(int argc, char **argv)
                 for (int p = -1; p < (nthreads > 1 ? ndelays : 0); p++) {
                     if (p >= 0) {
                         __atomic_store_n(&delay_now, delays[p], __ATOMIC_RELAXED);
+                        for (int t = 1; t < nthreads; t++) loader_cpu[t] = loader_node[t] = -1;   /* until it starts */
                         __atomic_store_n(&state, ++run, __ATOMIC_RELEASE);
                         mb_timed_chase(buf, steps);                 /* untimed: the loaders ramp up */
                     }
@@ -215,9 +226,10 @@ int main(int argc, char **argv)
                     for (int r = 0; r < o.reps; r++) {
                         int cpu, node, after, dummy;
                         mb_where(&cpu, &node);
-                        unsigned long b0 = load_bytes(nthreads);
+                        unsigned long snap0[MAX_THREADS], snap1[MAX_THREADS];
+                        unsigned long b0 = load_bytes(nthreads, snap0);
                         double secs = mb_timed_chase(buf, steps);
-                        unsigned long b1 = load_bytes(nthreads);
+                        unsigned long b1 = load_bytes(nthreads, snap1);
                         mb_where(&after, &dummy);
                         if (secs < o.min_time) {   /* too short for the clock: longer, and again */
                             steps = mb_longer(steps, secs, o.min_time);
@@ -236,12 +248,13 @@ int main(int argc, char **argv)
                         printf("result: bench=loadlat mode=loaded size_bytes=%zu stride=%zu lines=%zu threads=%d "
                                "thread=0 reader_cpu=%d reader_node=%d alloc_cpu=%d alloc_node=%d memory_node=%d "
                                "pages=%ld pages_by_node=%s pages_on_memory_node=%.6f huge_kb=%ld rep=%d loads=%ld "
-                               "seconds=%.6f migrated=%d delay=%ld load_threads=%d load_memory=%s "
+                               "seconds=%.6f migrated=%d delay=%ld load_threads=%d load_active=%d load_memory=%s "
                                "load_pages_by_node=%s load_bytes=%lu load_mbps=%.2f value=%.3f unit=ns "
                                "thread_cpus=%s thread_nodes=%s\n",
                                lines * stride, stride, lines, nthreads, cpu, node, pl.cpu, pl.node,
                                pl.memory_node, pl.pages, pl.by_node, pl.share, pl.huge_kb, r, steps, secs, after != cpu,
-                               p < 0 ? -1L : delays[p], p < 0 ? 0 : nthreads - 1, own ? "own" : "chaser",
+                               p < 0 ? -1L : delays[p], p < 0 ? 0 : nthreads - 1, active(nthreads, snap0, snap1),
+                               own ? "own" : "chaser",
                                load_by_node, b1 - b0, (double)(b1 - b0) / secs / 1e6, secs / (double)steps * 1e9,
                                cpus, nodes);
                         results++;

@@ -7,7 +7,11 @@ by the median of the value the tables compare (NPB's time, lower is better; a ki
 prints no time: its metric, in the direction of Kind.higher_is_better) over their ok
 records of the earlier rounds; the best and the runner-up are separated when the
 two-sided Mann-Whitney p of their values (numaplace.core.stats, as the report computes
-it) is below alpha with at least min runs on either side. The decision reads only
+it) is below alpha split over the looks (Bonferroni: a case is looked at before each of
+the rounds min+1..max, so each look tests at alpha / (max - min) and the chance of
+stopping on chance alone stays below alpha), with every placement of the case at min ok
+runs or more (a placement short of runs, ranked by a noisy median, could be the best).
+The decision reads only
 records of rounds before r, which every chunk of round r sees alike (the measure jobs
 wait for the earlier rounds' ledgers: numaplace.plan.rounds.waits_for)."""
 from __future__ import annotations
@@ -44,10 +48,11 @@ def compared_value(rec):
     return (float(value) if isinstance(value, (int, float)) else None), k.higher_is_better
 
 
-def decide(records, spec, least, alpha):
+def decide(records, spec, least, alpha, most=None):
     """Is the run of these params (spec: its bench, class, variant, rep, placement) still
     needed? records: the study's current records (any case, round and status; only its
-    case's of earlier rounds count); least, alpha: its repetitions' min and alpha. A round
+    case's of earlier rounds count); least, alpha, most: its repetitions' min, alpha and
+    max (None: one look, alpha itself). A round
     within min is always needed; a kind whose runs are not compared, or a case of one
     placement, needs no more than min; else the run is not needed once the best and the
     runner-up are separated."""
@@ -80,16 +85,20 @@ def decide(records, spec, least, alpha):
     ranked = sorted(values, key=lambda pid: (sign * float(np.median(values[pid])), pid))
     best, second = ranked[0], ranked[1]
     pair = f"best {labels[best]} and runner-up {labels[second]}"
-    fewest = min(len(values[best]), len(values[second]))
-    if fewest < least:
-        return Decision(False, f"{pair}: {fewest} ok runs on a side after {counted(rounds, 'round')}, "
+    short = sorted((len(values.get(pid, [])), pid) for pid in placements)[0]
+    if short[0] < least:
+        who = labels.get(short[1], short[1])
+        return Decision(False, f"{pair}: {who} has {short[0]} ok runs after {counted(rounds, 'round')}, "
                         f"fewer than the minimum of {least}", rounds=rounds)
     from numaplace.core.stats import mann_whitney_p
     p = mann_whitney_p(values[best], values[second])
-    if p < alpha:
-        return Decision(True, f"{pair} separated after {counted(rounds, 'round')}: Mann-Whitney p {p:.2g} < {alpha:g}",
+    looks = max(1, (most or 0) - least)
+    level = alpha / looks
+    bar = f"{level:.2g}" + (f" ({alpha:g} over {looks} looks)" if looks > 1 else "")
+    if p < level:
+        return Decision(True, f"{pair} separated after {counted(rounds, 'round')}: Mann-Whitney p {p:.2g} < {bar}",
                         p, rounds)
-    return Decision(False, f"{pair} not separated after {counted(rounds, 'round')}: Mann-Whitney p {p:.2g} >= {alpha:g}",
+    return Decision(False, f"{pair} not separated after {counted(rounds, 'round')}: Mann-Whitney p {p:.2g} >= {bar}",
                     p, rounds)
 
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 from numaplace import ConfigError
 from numaplace.kinds import register
 from numaplace.kinds.memory import record_rows
+from numaplace.core.cpulist import format_cpulist
+from numaplace.core.text import counted
 from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _bytes_text,
-                                        _choice, _stride, _whole, machine_memory)
+                                        _choice, _stride, _whole, machine_memory, named_size)
 
 MAX_DELAYS = 64                     # loadlat.c's
 MAX_DELAY = 100_000_000
 DEFAULT_DELAYS = (0, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800)
 COLUMNS = ["size_bytes", "placement_id", "placement", "load_memory", "reader_cpu", "reader_node", "memory_node",
-           "load_threads", "load_nodes", "load_pages_by_node", "delay", "rep", "sample", "load_mbps", "value",
+           "load_threads", "load_active", "load_nodes", "load_pages_by_node", "delay", "rep", "sample", "load_mbps", "value",
            "unit", "status", "pages_on_memory_node", "migrated", "run_id", "attempt", "record"]
 
 
@@ -50,6 +52,23 @@ def _load_nodes(result):
     """The loaders' nodes as they started (thread_nodes without the chaser's): '1,1'."""
     nodes = str(result.get("thread_nodes") or "").split(",")[1:]
     return ",".join(n for n in nodes if n not in ("", "-1"))
+
+
+def point_status(result, row, share_min):
+    """A point's status: its run's and its chain's (memory.record_rows: drift when the chain
+    is not on the intended node), then `idle-loader` when a loader drew nothing during the
+    region (the load is not what the point says), `drift` when the loaders' buffers, meant
+    for the chaser's memory (--load-memory chaser), are not there either (a node too full)."""
+    status = row["status"]
+    if status != "ok" or result.get("delay", -1) < 0:
+        return status
+    if result.get("load_active") is not None and result["load_active"] < (result.get("load_threads") or 0):
+        return "idle-loader"
+    if result.get("load_memory") == "chaser" and row.get("memory_node") is not None:
+        pages = {int(n): c for n, c in (result.get("load_pages_by_node") or {}).items()}
+        if sum(pages.values()) and pages.get(int(row["memory_node"]), 0) / sum(pages.values()) < share_min:
+            return "drift"
+    return status
 
 
 class LoadLat(MicroBench):
@@ -77,16 +96,37 @@ class LoadLat(MicroBench):
         return 2.0 + (1 + delays) * (reps + 1) * 0.13
 
     def check_args(self, args, benches, placements, topo, config, where, entry):
+        """Beyond what every micro-benchmark checks: a run holds one buffer per thread (the
+        chain and one per loader), all of them on the chaser's node or its membind nodes
+        unless --load-memory own: they must fit the machine, and that node, or the run is
+        killed (membind) or its load spills elsewhere (first touch)."""
         super().check_args(args, benches, placements, topo, config, where, entry)
         from numaplace.kinds.microbench import parse_args
         from numaplace.core.schema import setting
         opts, at = parse_args(args, benches, where, entry)
-        memory = machine_memory(topo, setting("platform", config) == "auto")
-        largest = max((size or 0 for _, size in opts.get("--sizes", ())), default=0)
-        threads = max(p.threads for p in placements) if placements else 1
-        if memory and largest * threads > memory[0]:
-            raise ConfigError(where, f"{entry}.args[{at['--sizes'] + 1}]", f"--sizes: {threads} buffers of "
-                              f"{_bytes_text(largest)} (the chain and one per loader) are more than {memory[1]}")
+        auto = setting("platform", config) == "auto"
+        sizes = [(text, size if size is not None else named_size(text) if auto else None)
+                 for text, size in opts.get("--sizes", [("DRAM", None)])]
+        known = [(size, text) for text, size in sizes if size]
+        if not known or not placements:
+            return
+        largest, text = max(known)
+        here = f"{entry}.args[{at['--sizes'] + 1}]" if "--sizes" in at else f"{entry}.args"
+        memory = machine_memory(topo, auto)
+        for p in placements:
+            total = largest * p.threads
+            if memory and total > memory[0]:
+                raise ConfigError(where, here, f"--sizes {text}: {counted(p.threads, 'buffer')} of {_bytes_text(largest)} "
+                                  f"(the chain and one per loader) are more than {memory[1]}")
+            own = opts.get("--load-memory") == "own" and p.memory.policy != "membind"
+            nodes = p.memory.nodes if p.memory.policy == "membind" else () if own else \
+                (topo.node_of(p.cpus[0]),) if p.memory.policy == "local" else ()
+            bound = sum(topo.memory_mb.get(n, 0) for n in nodes) << 20
+            if 0 < bound < total:
+                raise ConfigError(where, here, f"--sizes {text}: placement {p.id} puts {counted(p.threads, 'buffer')} of "
+                                  f"{_bytes_text(largest)} on node {format_cpulist(nodes)}, which holds "
+                                  f"{_bytes_text(bound)}; give smaller --sizes, fewer threads, or "
+                                  "--load-memory own (each loader's buffer on its own node)")
 
     # -- its table, figure, summary and answer ------------------------------------------
     def make_tables(self, records, thresholds):
@@ -95,10 +135,13 @@ class LoadLat(MicroBench):
         for rec in records:
             p = rec.placement
             results = (rec.output or {}).get("results") or []
-            for r, row in zip(results, record_rows(rec, thresholds["memory_cell_share_min"])):
+            share_min = thresholds["memory_cell_share_min"]
+            for r, row in zip(results, record_rows(rec, share_min)):
                 rows.append({**{c: row.get(c) for c in COLUMNS if c in row},
+                             "status": point_status(r, row, share_min),
                              "placement": p.get("shape") or p.get("id"), "load_memory": r.get("load_memory"),
-                             "load_threads": r.get("load_threads"), "load_nodes": _load_nodes(r),
+                             "load_threads": r.get("load_threads"), "load_active": r.get("load_active"),
+                             "load_nodes": _load_nodes(r),
                              "load_pages_by_node": ",".join(f"{n}:{c}" for n, c in
                                                             (r.get("load_pages_by_node") or {}).items()),
                              "delay": r.get("delay"), "load_mbps": r.get("load_mbps"), "attempt": rec.is_attempt})

@@ -9,7 +9,7 @@ _INT_KEYS = {"size_bytes", "threads", "thread", "reader_cpu", "reader_node", "al
              "memory_node", "pages", "huge_kb", "rep", "passes", "bytes", "loads", "stride", "lines", "migrated",
              "l1d", "l2", "l3", "llc", "llc_level", "llc_total", "reps", "results", "complete", "verified",
              "flush", "per_octave", "min_loads", "page_size", "seed",
-             "delay", "load_threads", "load_bytes", "block_bytes"}
+             "delay", "load_threads", "load_active", "load_bytes", "block_bytes"}
 _FLOAT_KEYS = {"value", "seconds", "pages_on_memory_node", "min_time", "load_mbps"}
 
 

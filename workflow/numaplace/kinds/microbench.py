@@ -113,6 +113,31 @@ def parse_sizes(text):
     return out
 
 
+def named_size(name, cpu=0, sysfs="/sys/devices/system/cpu"):
+    """Bytes of a size name on this machine, as mb_parse_sizes resolves it (DRAM = 4 x all
+    last-level caches, LLC/L2/L1 = half of that cache of CPU `cpu`), or None unknown."""
+    from pathlib import Path
+    found = []                      # (level, CPUs sharing it, bytes, a cache of CPU `cpu`)
+    for index in Path(sysfs).glob("cpu[0-9]*/cache/index[0-9]*"):
+        try:
+            if (index / "type").read_text().strip() not in ("Data", "Unified"):
+                continue
+            level, size = int((index / "level").read_text()), (index / "size").read_text().strip()
+            shared = (index / "shared_cpu_list").read_text().strip()
+            n = int(size[:-1]) * SIZE_UNITS[size[-1]] if size[-1] in SIZE_UNITS else int(size)
+        except (OSError, ValueError, KeyError):
+            continue
+        found.append((level, shared, n, index.parent.parent.name == f"cpu{cpu}"))
+    if not found:
+        return None
+    top = max(level for level, _, _, _ in found)
+    if name == "DRAM":              # each last-level cache once, however many CPUs share it
+        return 4 * sum({shared: n for level, shared, n, _ in found if level == top}.values())
+    level = {"L1": 1, "L2": 2, "LLC": top}.get(name)
+    mine = [n for lv, _, n, own in found if own and lv == level]
+    return mine[0] // 2 if mine else None
+
+
 def _sizes(text):
     return parse_sizes(text)
 

@@ -25,14 +25,19 @@ import os
 from pathlib import Path
 
 
-def recorded(record_path, spec):
-    """Does the record at record_path hold this definition of the run?"""
+def recorded(record_path, spec, adaptive=None):
+    """Does the record at record_path hold this definition of the run? A not-needed record
+    holds it only under the repetitions it was decided with (adaptive: the run's {min, max,
+    alpha}): a study that now asks for more evidence, or fixed repetitions, decides or
+    measures again, and the old record is set aside as an attempt."""
     from numaplace.run.runner import definition_digest
     try:
         rec = json.loads(Path(record_path).read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return False
-    return isinstance(rec, dict) and rec.get("definition_sha256") == definition_digest(spec)
+    if not isinstance(rec, dict) or rec.get("definition_sha256") != definition_digest(spec):
+        return False
+    return rec.get("status") != "not-needed" or rec.get("adaptive") == adaptive
 
 
 def _window(spec, affinity):
@@ -48,7 +53,7 @@ def not_needed(runs, results_dir, record_of, places, decide, say=None):
     """The runs of `runs` that adaptive repetitions no longer need, each given its
     not-needed record now: {run id: record}. A run is asked about when its entry has
     `adaptive` ({min, max, alpha}) and its round is past min; decide(records, spec, min,
-    alpha) -> numaplace.judge.separation.Decision judges it from the study's current
+    alpha, max) -> numaplace.judge.separation.Decision judges it from the study's current
     records, read once (through numaplace.record.store) and only when a run is asked about."""
     from numaplace.run.runner import record_not_needed
     out, records = {}, None
@@ -59,7 +64,7 @@ def not_needed(runs, results_dir, record_of, places, decide, say=None):
         if records is None:
             from numaplace.record.store import iter_records
             records = list(iter_records(results_dir))
-        decision = decide(records, spec, reps["min"], reps["alpha"])
+        decision = decide(records, spec, reps["min"], reps["alpha"], reps["max"])
         if decision.stop:
             extra = {**places[spec["run_id"]], "adaptive": reps,
                      "decision": {"rounds": decision.rounds, "p": decision.p}}
@@ -83,22 +88,25 @@ def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None):
     from numaplace.run.runner import execute_build, now
     results_dir, chunk = Path(results_dir), dict(chunk or {})
     record_of = {r["spec"]["run_id"]: results_dir / "runs" / r["spec"]["run_id"] / "record.json" for r in runs}
-    kept = {r["spec"]["run_id"] for r in runs if recorded(record_of[r["spec"]["run_id"]], r["spec"])}
+    kept = {r["spec"]["run_id"] for r in runs
+            if recorded(record_of[r["spec"]["run_id"]], r["spec"], r.get("adaptive"))}
     todo = [r for r in runs if r["spec"]["run_id"] not in kept]
     outcome = {rid: "kept" for rid in kept}
     places = {r["spec"]["run_id"]: {"round": {**chunk, "position": i, "runs": len(runs)}}
               for i, r in enumerate(runs, 1)}
-    skipped = not_needed(todo, results_dir, record_of, places, decide, say)
-    outcome.update({rid: rec["status"] for rid, rec in skipped.items()})
-    todo = [r for r in todo if r["spec"]["run_id"] not in skipped]
     if todo:
         fd = _open_lock(None)
         try:
             t0 = time.monotonic()
             fcntl.flock(fd, fcntl.LOCK_EX)              # the machine, for the whole chunk
             waited = {"lock_wait_s": round(time.monotonic() - t0, 3)}
+            # decided under the lock: reading every record of the study is no load to put
+            # on a run of another chunk being measured meanwhile
+            skipped = not_needed(todo, results_dir, record_of, places, decide, say)
+            outcome.update({rid: rec["status"] for rid, rec in skipped.items()})
+            todo = [r for r in todo if r["spec"]["run_id"] not in skipped]
             affinity, probed = os.sched_getaffinity(0), set()
-            window = _window(todo[0]["spec"], affinity)
+            window = _window(todo[0]["spec"], affinity) if todo else None
             for i, run in enumerate(todo):
                 spec, following = run["spec"], todo[i + 1]["spec"] if i + 1 < len(todo) else None
                 opened = []
