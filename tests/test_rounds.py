@@ -73,3 +73,20 @@ def test_a_chunk_measures_only_runs_without_their_record(tmp_path, monkeypatch):
     assert [e["outcome"] for e in ledger["runs"]] == ["kept", "ok", "ok"]
     rec = json.loads((tmp_path / "runs" / "a.r3" / "record.json").read_text())
     assert rec["round"] == {"chunk": "r1.c1", "seed": 7, "position": 3, "runs": 3}
+
+
+def test_every_measure_job_waits_for_every_build(repo, tmp_path):
+    """The default study's chunks all become ready after the last build, so that the
+    rounds' priority orders them (round 1 first). With only its own binaries as input, a
+    chunk of round 4 (CG and MG alone) ran before round 1 (which also waits for the
+    micro-benchmarks' builds): seen in a fresh Debian's default study at 26107c3."""
+    import re
+    from conftest import copy_workflow, run_snakemake
+    wf = copy_workflow(repo, tmp_path / "wf")
+    dag = run_snakemake(wf, "-n", "--dag").stdout
+    label = dict(re.findall(r'(\d+)\[label = "(\w+)', dag))
+    edges = set(re.findall(r"(\d+) -> (\d+)", dag))
+    builds = {n for n, rule in label.items() if rule == "npb_build"}
+    chunks = {n for n, rule in label.items() if rule == "measure"}
+    assert len(builds) >= 5 and len(chunks) >= 4, dag[-1500:]
+    assert all((b, c) in edges for b in builds for c in chunks)

@@ -86,7 +86,10 @@ def chunk_of(wc):
 
 
 def chunk_builds(wc):
-    return sorted({build_record_path(r.bench, r.cls, r.variant) for r in chunk_of(wc)})
+    # every build of the study, not only the chunk's binaries: the measure jobs then become
+    # ready together, after the last build, and the rounds' priority orders them (round 1
+    # first); with only its own, a later round whose binaries were built first ran first
+    return BUILDS
 
 
 def chunk_waits(wc):
