@@ -157,3 +157,54 @@ def test_an_ok_run_without_a_time_is_not_measured():
     runs = pd.DataFrame([run("a", 10.0), run("a", pd.NA, rid="a.na"), run("a", None, rid="a.none")])
     (s,) = summary_table(runs).to_dict("records")
     assert (s["n"], s["n_records"], s["time_median_s"]) == (1, 3, 10.0)
+
+
+def test_placements_planned_per_case_count_the_unmeasured_ones():
+    """A case's planned placements are its rows of summary.csv, measured or not (a placement
+    of the plan without a run yet), and only its own: not another case's of the same bench."""
+    runs = pd.DataFrame([run("a", 10.0, rid="a.r1"), run("b", 12.0, rid="b.r1"), run("c", 11.0, rid="c.r1", threads=4)])
+    keys = ("bench", "class", "variant", "threads", "placement", "cpus", "layout", "memory", "binding", "launcher")
+    plan = pd.DataFrame([{**{k: v for k, v in run(p, 0, threads=t).items() if k in keys}, "placement_id": p,
+                          "run_id": f"{p}.r1"} for p, t in (("a", 2), ("b", 2), ("never", 2), ("c", 4))])
+    bw = best_worst_table(summary_table(runs, plan), runs).set_index("threads")
+    assert (bw.loc[2, "n_placements"], bw.loc[2, "n_placements_planned"]) == (2, 3)
+    assert (bw.loc[4, "n_placements"], bw.loc[4, "n_placements_planned"]) == (1, 1)
+
+
+def test_a_runner_up_told_apart_needs_no_more_runs_however_wide_its_spread():
+    """Best and runner-up 4 runs each, every best run faster (p 0.03): told apart, so no
+    repetitions are asked for, though their spread alone would ask for 8."""
+    times = {"a": (1.0, 1.1, 3.9, 4.0), "b": (4.1, 4.2, 7.0, 7.1), "c": (10.0, 10.1, 10.2, 10.3)}
+    runs = pd.DataFrame([run(p, t, rid=f"{p}{t}") for p, ts in times.items() for t in ts])
+    (bw,) = best_worst_table(summary_table(runs), runs).to_dict("records")
+    assert (bw["best_placement_id"], bw["runner_up_placement_id"]) == ("a", "b")
+    assert bw["runner_up_mwu_p"] < 0.05 and pd.isna(bw["runner_up_reps_needed"])
+
+
+def adaptive_runs(times, most):
+    """Runs of adaptive repetitions (at most `most` rounds), repetition i the i-th time."""
+    return pd.DataFrame([{**run(p, t, rid=f"{p}.r{i}"), "rep": i, "reps_max": most, "reason": None,
+                          "decision_p": np.nan} for p, ts in times.items() for i, t in enumerate(ts, 1)])
+
+
+def test_at_the_maximum_the_stop_is_judged_against_the_runner_up():
+    """Every round measured and best and runner-up not separated: stop_p is theirs (not
+    the best against the worst), and the reason says it."""
+    runs = adaptive_runs({"a": (1.0, 1.1, 1.2), "b": (1.05, 1.15, 1.25), "c": (5.0, 5.1, 5.2)}, 3)
+    (bw,) = best_worst_table(summary_table(runs), runs).to_dict("records")
+    assert bw["stopped_by"] == "maximum" and bw["mwu_p"] == pytest.approx(0.1)
+    assert bw["stop_p"] == bw["runner_up_mwu_p"] and bw["stop_p"] > 0.1
+    assert bw["stop_reason"] == f"not separated at the maximum, 3 rounds: Mann-Whitney p {bw['stop_p']:.2g}"
+
+
+def test_at_the_maximum_with_too_few_runs_nothing_is_tested():
+    runs = adaptive_runs({"a": (1.0, 1.1), "b": (2.0, 2.1), "c": (5.0, 5.1)}, 2)
+    (bw,) = best_worst_table(summary_table(runs), runs).to_dict("records")
+    assert bw["stopped_by"] == "maximum" and pd.isna(bw["stop_p"])
+    assert bw["stop_reason"] == "not separated at the maximum, 2 rounds: too few runs to test"
+
+
+def test_a_study_without_runs_has_the_summary_columns():
+    runs = pd.DataFrame(columns=list(run("a", 1.0)))
+    s = summary_table(runs)
+    assert s.empty and list(s.columns) == SUMMARY_COLUMNS

@@ -6,6 +6,13 @@
 # under src/ and numaplace not installed, so this stages a copy in a scratch folder:
 #   bash tests/benchmarks/mutation_score.sh [SCRATCH]      (from the repository root)
 #   MUTATION_CHILDREN=1 bash tests/benchmarks/mutation_score.sh ...   (one core only)
+#   MUTATION_MODULES="workflow/numaplace/tables/explain.py workflow/numaplace/plan/rounds.py" \
+#       bash tests/benchmarks/mutation_score.sh ...   (only these of only_mutate's modules,
+#       as spelled there, space-separated; default: all of them. aggregate.py keeps its
+#       function filter below; the score is then over the selected modules only)
+#   MUTATION_DESELECT="tests/test_x.py::test_y tests/test_z.py" ...   (unit tests left out,
+#       as pytest --deselect prefixes: only for tests that fail unmutated, e.g. while
+#       another change is half done; the run then says which were left out)
 set -euo pipefail
 repo=$(pwd)
 stage=$(realpath -m "${1:-/tmp/numaplace-mutation}")
@@ -20,11 +27,17 @@ cp -r tests config "${extra[@]}" "$stage/"
 # tests in $stage/mutants, so ../shared is $stage/shared
 [ -d "$repo/../shared" ] && ln -s "$(realpath "$repo/../shared")" "$stage/shared"
 python3 - "$repo/pyproject.toml" "$stage/pyproject.toml" "${extra[@]}" <<'PY'
-import re, sys, tomllib
+import os, re, sys, tomllib
 text = open(sys.argv[1]).read()
 mut = tomllib.loads(text)["tool"]["mutmut"]
-only = [p.replace("workflow/", "src/") for p in mut["only_mutate"]]
+# MUTATION_MODULES: a part of only_mutate (mutmut then creates no mutants for the rest)
+chosen = os.environ.get("MUTATION_MODULES", "").split()
+unknown = [m for m in chosen if m not in mut["only_mutate"]]
+if unknown:
+    raise SystemExit(f"MUTATION_MODULES: not in [tool.mutmut] only_mutate: {' '.join(unknown)}")
+only = [p.replace("workflow/", "src/") for p in mut["only_mutate"] if not chosen or p in chosen]
 sel = mut["pytest_add_cli_args_test_selection"]
+deselect = [a for t in os.environ.get("MUTATION_DESELECT", "").split() for a in ("--deselect", t)]
 copy = ["tests/", "config/"] + [x + ("" if "." in x else "/") for x in sys.argv[3:]]
 q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"
 # the repository's pyproject.toml with its [tool.mutmut] table replaced by the stage's
@@ -35,10 +48,11 @@ open(sys.argv[2], "w").write(kept.rstrip("\n") + f"""
 source_paths = ["src/"]
 only_mutate = {q(only)}
 pytest_add_cli_args_test_selection = {q(sel)}
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "stage_cwd_guard", "-q"]
+pytest_add_cli_args = {q(["-p", "no:cacheprovider", "-p", "stage_cwd_guard", "-q"] + deselect)}
 also_copy = {q(copy)}
 """)
 PY
+[ -z "${MUTATION_DESELECT:-}" ] || echo "mutation_score.sh: unit tests left out: $MUTATION_DESELECT" >&2
 venv="$stage/.venv"
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q -r requirements.txt mutmut==3.8.1
@@ -49,8 +63,11 @@ cd "$stage"
 # only the statistics per placement and the best/worst choice (its other functions read
 # files and shape tables)
 mapfile -t scope < <(python3 - "$repo/pyproject.toml" <<'PY'
-import sys, tomllib
+import os, sys, tomllib
+chosen = os.environ.get("MUTATION_MODULES", "").split()
 for path in tomllib.load(open(sys.argv[1], "rb"))["tool"]["mutmut"]["only_mutate"]:
+    if chosen and path not in chosen:
+        continue
     mod = path.removeprefix("workflow/").removesuffix(".py").replace("/", ".")
     if mod == "numaplace.tables.aggregate":
         print("\n".join(f"{mod}.x_{f}__*" for f in ("summary_table", "best_worst_table", "_isnan")))

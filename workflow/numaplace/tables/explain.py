@@ -135,7 +135,9 @@ def _words(d):
 
 
 def _owner(memory, variant):
-    return memory in (None, "local") and variant != "serial-init"
+    """Does each thread first-touch its own partition? No memory policy (None, or NaN as
+    pandas stores a missing string beside others) or local, and NPB's parallel init."""
+    return (memory is None or memory != memory or memory == "local") and variant != "serial-init"
 
 
 def _of(df, key):
