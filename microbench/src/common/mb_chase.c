@@ -37,6 +37,23 @@ void mb_build_chain(char *buf, size_t lines, size_t stride, uint64_t seed)
     free(next);
 }
 
+void mb_chase_options(size_t stride, long *min_loads)
+{
+    if (stride < sizeof(void *) || stride % sizeof(void *)) mb_die("--stride %zu: a multiple of %zu", stride, sizeof(void *));
+    if (*min_loads < 16) *min_loads = 16;   /* enough loads that loop overhead never dominates */
+    *min_loads = (*min_loads + 15) / 16 * 16;
+}
+
+char *mb_chain_buffer(size_t size, size_t stride, int hugepages, uint64_t seed, size_t *lines, mb_placement *pl)
+{
+    *lines = size / stride;
+    if (*lines < 2) mb_die("size %zu holds fewer than 2 lines of %zu B", size, stride);
+    char *buf = mb_alloc(*lines * stride, hugepages);
+    mb_build_chain(buf, *lines, stride, seed);
+    mb_locate(buf, *lines * stride, pl);
+    return buf;
+}
+
 /* noinline so the loop is one piece of code */
 __attribute__((noinline)) void *mb_chase(void *p, long steps)
 {

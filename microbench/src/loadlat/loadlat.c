@@ -145,9 +145,7 @@ int main(int argc, char **argv)
     int ndelays = parse_delays(delays_text, delays);
     if (ndelays < 1) mb_die("--delays %s: spin counts from 0 to 100000000, separated by commas (at most %d)",
                             delays_text, MAX_DELAYS);
-    if (stride < sizeof(void *) || stride % sizeof(void *)) mb_die("--stride %zu: a multiple of %zu", stride, sizeof(void *));
-    if (min_loads < 16) min_loads = 16;
-    min_loads = (min_loads + 15) / 16 * 16;
+    mb_chase_options(stride, &min_loads);
 
     int cpu0, node0;
     mb_where(&cpu0, &node0);
@@ -178,13 +176,9 @@ int main(int argc, char **argv)
         for (int s = 0; s < o.nsizes; s++) {
 #pragma omp master
             {
-                lines = o.sizes[s] / stride;
-                if (lines < 2) mb_die("size %zu holds fewer than 2 lines of %zu B", o.sizes[s], stride);
                 load_n = o.sizes[s] / sizeof(double) / BLOCK_DOUBLES * BLOCK_DOUBLES;
                 if (load_n < 2 * BLOCK_DOUBLES) mb_die("size %zu: a loader's buffer needs at least 1 KiB", o.sizes[s]);
-                buf = mb_alloc(lines * stride, o.hugepages);
-                mb_build_chain(buf, lines, stride, seed + (uint64_t)s);
-                mb_locate(buf, lines * stride, &pl);
+                buf = mb_chain_buffer(o.sizes[s], stride, o.hugepages, seed + (uint64_t)s, &lines, &pl);
                 for (int t = 1; t < nthreads && !own; t++) {
                     load[t] = mb_alloc(load_n * sizeof(double), o.hugepages);
                     fill(load[t], load_n);

@@ -39,10 +39,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (stride < sizeof(void *) || stride % sizeof(void *)) mb_die("--stride %zu: a multiple of %zu", stride, sizeof(void *));
     if (per_octave < 1 || per_octave > 32) mb_die("--per-octave %d: 1..32", per_octave);
-    if (min_loads < 16) min_loads = 16;
-    min_loads = (min_loads + 15) / 16 * 16;
+    mb_chase_options(stride, &min_loads);
 
     int cpu0, node0;
     mb_where(&cpu0, &node0);
@@ -73,11 +71,7 @@ int main(int argc, char **argv)
         for (int s = 0; s < o.nsizes; s++) {
 #pragma omp master
             {
-                lines = o.sizes[s] / stride;
-                if (lines < 2) mb_die("size %zu holds fewer than 2 lines of %zu B", o.sizes[s], stride);
-                buf = mb_alloc(lines * stride, o.hugepages);
-                mb_build_chain(buf, lines, stride, seed + (uint64_t)s);
-                mb_locate(buf, lines * stride, &pl);
+                buf = mb_chain_buffer(o.sizes[s], stride, o.hugepages, seed + (uint64_t)s, &lines, &pl);
                 if (dump_chain) {   /* test mode: the chain as it is in memory, line by line */
                     printf("chain: size_bytes=%zu lines=%zu stride=%zu seed=%llu next=", lines * stride, lines,
                            stride, (unsigned long long)(seed + (uint64_t)s));
