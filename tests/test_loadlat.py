@@ -207,3 +207,16 @@ def test_the_summary_section_lists_every_point(tables):
     assert lines[0] == "## Loaded latency"
     body = "\n".join(lines)
     assert body.count("| idle |") == 1 and "| 12800 |" in body
+
+
+def test_the_answer_says_when_other_load_shared_the_cpus(tables):
+    """The fixture's run shared its CPUs with other work (the machine was busy): the curve is
+    not a quiet machine's, and the answer says so; a quiet run's line does not."""
+    import pandas as pd
+    rec = json.loads(RECORD.read_text())
+    runs = pd.DataFrame([{"bench": "loadlat", "placement_id": rec["placement"]["id"], "current": True,
+                          "shared_cpus": shared} for shared in (True,)])
+    (busy,) = kind("loadlat").answer({**tables, "runs": runs})
+    assert busy.endswith("; measured while other load shared its CPUs")
+    (quiet,) = kind("loadlat").answer({**tables, "runs": runs.assign(shared_cpus=False)})
+    assert "shared" not in quiet

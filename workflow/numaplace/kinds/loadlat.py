@@ -217,12 +217,19 @@ class LoadLat(MicroBench):
         table = tables.get("loaded_latency")
         if table is None or table.empty:
             return []
+        runs = tables.get("runs")
         lines = []
         for idle, heavy in self._ends(table):
-            lines.append(f"loaded latency ({heavy['placement']}, memory on node {heavy['memory_node']}): "
-                         f"idle {idle['latency_ns']:.0f} ns; {heavy['latency_ns']:.0f} ns "
-                         f"({heavy['latency_ns'] / idle['latency_ns'] - 1:+.0%}) under "
-                         f"{heavy['load_mbps'] / 1000:.1f} GB/s of load from nodes {_nodes(heavy['load_nodes'])}")
+            line = (f"loaded latency ({heavy['placement']}, memory on node {heavy['memory_node']}): "
+                    f"idle {idle['latency_ns']:.0f} ns; {heavy['latency_ns']:.0f} ns "
+                    f"({heavy['latency_ns'] / idle['latency_ns'] - 1:+.0%}) under "
+                    f"{heavy['load_mbps'] / 1000:.1f} GB/s of load from nodes {_nodes(heavy['load_nodes'])}")
+            if runs is not None and "shared_cpus" in runs:
+                mine = runs[(runs["bench"] == self.name) & (runs["placement_id"] == heavy["placement_id"])
+                            & runs["current"].astype(bool)]
+                if mine["shared_cpus"].astype(bool).any():   # another process's load is in the curve
+                    line += "; measured while other load shared its CPUs"
+            lines.append(line)
         return lines
 
 
