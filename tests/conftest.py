@@ -356,3 +356,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if not any(item.get_closest_marker(m) for m in CLASSES):
             item.add_marker(speed_class(item))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`pytest -n 2 tests` (the README's test command): two streams, the NUMA VM's guests
+    (TCG, about one host core for ~10 min) on one worker and every other test on the
+    other, in their usual order. Host tests never run beside each other (they share the
+    machine lock, its idle check and timing margins), only beside QEMU. (xdist's
+    loadgroup would do this, but its group suffix is lost under pytest 9's node ids.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class VMAndHost(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module = Path(nodeid.split("::", 1)[0]).stem
+            return "numa-vm" if module in RIG_MODULES else "host"
+
+    return VMAndHost(config, log)
