@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -60,6 +63,75 @@ def test_estimate_per_experiment_and_total():
     assert est.builds == budget.BUILD_S / 0.5 * 2
     assert est.total == pytest.approx(a + b + est.builds)
     assert est.speed == speed
+
+
+# -- this machine's speed, measured -------------------------------------------------------
+
+def clock(monkeypatch, durations):
+    """time.perf_counter, faked: try i starts at second i and lasts durations[i] (exact
+    binary fractions); a read past the last try fails the test."""
+    ticks = iter([t for i, d in enumerate(durations) for t in (float(i), i + d)])
+
+    def perf_counter():
+        t = next(ticks, None)
+        assert t is not None, f"timed more than {len(durations)} tries"
+        return t
+    monkeypatch.setattr(time, "perf_counter", perf_counter)
+    return ticks
+
+
+def test_read_bandwidth_is_the_fastest_of_five_sums_in_gb_per_s(monkeypatch):
+    """GB/s of the best of (by default) five timed sums over nbytes of float64: the bytes
+    read over the fastest sum's seconds, in 1e9 bytes per second (here below 1 GB/s)."""
+    ticks = clock(monkeypatch, [2**-14, 2**-16, 2**-15, 2**-14, 2**-15])
+    gbs = budget.read_bandwidth(nbytes=8192)
+    assert gbs == 8192 * 2**16 / 1e9                        # 0.54 GB/s: the 2**-16 s sum
+    assert next(ticks, None) is None                        # five sums, two clock reads each
+    clock(monkeypatch, [2**-10, 2**-12])
+    assert budget.read_bandwidth(nbytes=8192, tries=2) == 8192 * 2**12 / 1e9
+
+
+def test_start_seconds_is_the_quickest_of_three_python_starts_importing_the_runner(monkeypatch):
+    """Each try starts this Python importing numaplace.run.runner (checked: a failure is an
+    error); the result is the quickest try's seconds."""
+    started = []
+
+    def run(argv, check=False):
+        started.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0)
+    monkeypatch.setattr(subprocess, "run", run)
+    ticks = clock(monkeypatch, [0.25, 0.125, 0.5])
+    assert budget.start_seconds() == 0.125
+    assert next(ticks, None) is None
+    assert started == [[sys.executable, "-c", "import numaplace.run.runner"]] * 3
+
+
+def test_a_python_that_cannot_import_the_runner_is_an_error_not_a_start_up_time(monkeypatch):
+    def run(argv, check=False):
+        if check:
+            raise subprocess.CalledProcessError(1, argv)
+        return subprocess.CompletedProcess(argv, 1)
+    monkeypatch.setattr(subprocess, "run", run)
+    clock(monkeypatch, [0.25, 0.125, 0.5])
+    with pytest.raises(subprocess.CalledProcessError):
+        budget.start_seconds()
+
+
+def test_a_runs_estimate_scales_its_kind_by_bandwidth_and_its_fixed_cost_by_start_up():
+    """A run costs what its kind says for its class, threads and args on a machine of this
+    read bandwidth (twice the reference's: an NPB kernel in half the time), plus the fixed
+    cost of a run over this machine's start-up speed (half the reference's: twice as long);
+    a memory micro-benchmark's args reach its kind (memlat over --sizes: not the whole curve)."""
+    from numaplace.kinds import kind
+    cg = run("a", "cg", "B", place([0, 1]))
+    ref = kind("cg").run_seconds("B", 2, (), 1.0)
+    assert ref > kind("cg").run_seconds("S", 2, (), 1.0) > 0
+    assert budget.run_seconds(cg) == pytest.approx(ref + budget.RUN_OVERHEAD_S)
+    assert budget.run_seconds(cg, Speed(memory=2.0, cpu=0.5)) == pytest.approx(ref / 2 + budget.RUN_OVERHEAD_S / 0.5)
+    curve = Run("m", ("e",), "memlat", "S", "default", 1, place([0]))
+    points = Run("m", ("e",), "memlat", "S", "default", 1, place([0]), ("--sizes", "4K,1M"))
+    assert budget.run_seconds(curve) == pytest.approx(25.0 + budget.RUN_OVERHEAD_S)
+    assert budget.run_seconds(points) == pytest.approx(3.0 + budget.RUN_OVERHEAD_S)
 
 
 # -- speed.json ---------------------------------------------------------------------------

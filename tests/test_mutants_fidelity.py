@@ -79,3 +79,53 @@ def test_migration_needs_two_settled_samples_and_balancing_on_and_first_touch():
     assert fidelity.migration(balancing_run({1.0: {0: 100}, 2.0: {1: 100}}, balancing=(0, 0))) is None
     assert fidelity.migration(balancing_run({1.0: {0: 100}, 2.0: {1: 100}}, balancing=(0, 1)))["verdict"] == "drift"
     assert fidelity.migration(balancing_run({1.0: {0: 100}, 2.0: {1: 100}}, memory="membind")) is None
+
+
+# -- the whole verdict (judge) ----------------------------------------------------------
+
+def judged_run(data_by_node, bench="cg", output=None, system=None, pages_over_time=None):
+    """An executed run on CPUs 2-3 (node 1), memory local, its steady and peak footprint
+    `data_by_node` ({node: bytes}); two threads that stayed on their CPUs."""
+    view = {"t": 1.5, "data_bytes": {str(n): b for n, b in data_by_node.items()},
+            "policies": {"default": sum(data_by_node.values())}, "team": 2}
+    caps = {"numa_maps": {"samples": 9, "peak": view, "steady": view, "last": view},
+            "threads": {"100": {"cpus": {"2": 40}, "allowed": "2-3"}, "101": {"cpus": {"3": 40}, "allowed": "2-3"}},
+            "team": 2, "errors": []}
+    if pages_over_time is not None:
+        caps["pages_over_time"] = pages_over_time
+    return {"run_id": f"{bench}.x.r1", "status": "ok", "bench": bench,
+            "placement": {"cpus": "2-3", "threads": 2, "nodes": "1", "memory": "local", "memory_nodes": "",
+                          "binding": "process"},
+            "topology": {"nodes": {"0": "0-1", "1": "2-3"}}, "system": system or {},
+            "output": output if output is not None else {"threads": 2}, "captures": caps}
+
+
+def test_a_run_found_not_needed_is_said_not_to_have_run():
+    """A record of status not-needed (as runner.record_not_needed writes it) did not
+    execute: its verdict says so by its status, not by its missing capture."""
+    rec = {"run_id": "cg.x.r3", "status": "not-needed", "reason": "case decided", "output": None,
+           "captures": None, "captures_note": "the run did not execute: adaptive repetitions found it not needed"}
+    assert fidelity.judge(rec) == {"verdict": "unknown", "reason": "the run did not execute (not-needed)"}
+
+
+def test_the_studys_migration_limit_reaches_the_whole_verdict():
+    """judge() judges pages moved by numa_balancing under the study's migration_moved_max,
+    not the schema's default: 25 % moved is drift at 5 % and ok at 30 %."""
+    pot = [{"t": 1.0, "data_bytes": {"1": 100 * MIB}}, {"t": 2.0, "data_bytes": {"1": 75 * MIB, "0": 25 * MIB}}]
+    rec = judged_run({1: 75 * MIB, 0: 25 * MIB}, system={"numa_balancing": 1}, pages_over_time=pot)
+    strict = fidelity.judge(rec, {"memory_share_min": 0.7})
+    assert strict["verdict"] == "drift" and strict["migration"]["verdict"] == "drift"
+    assert strict["migration"]["moved_max"] == 0.05
+    loose = fidelity.judge(rec, {"memory_share_min": 0.7, "migration_moved_max": 0.3})
+    assert loose["migration"]["moved_max"] == 0.3 and loose["migration"]["verdict"] == "ok"
+    assert loose["verdict"] == "ok" and loose["settings"]["migration_moved_max"] == 0.3
+
+
+def test_a_memory_benchmark_sample_holding_exactly_its_buffer_is_judged():
+    """memlat's largest buffer 8 MiB: a peak sample of exactly 8 MiB saw it all (judged,
+    here ok); one byte less caught it mid first touch (unknown)."""
+    out = {"threads": 2, "results": [{"size_bytes": 8 * MIB, "thread": 0}]}
+    m = fidelity.judge(judged_run({1: 8 * MIB}, bench="memlat", output=out))["memory"]
+    assert m["verdict"] == "ok" and m["bytes"] == 8 * MIB, m
+    m = fidelity.judge(judged_run({1: 8 * MIB - 1}, bench="memlat", output=out))["memory"]
+    assert m["verdict"] == "unknown" and "less than the 8.0 MiB buffer" in m["reason"], m

@@ -162,6 +162,27 @@ def test_leaving_with_a_jobs_mask(mask, clock):
     assert (w.affinity, w.free, mask["set"]) == ({0, 1, 2, 3, 4, 5}, {0, 1, 4, 5}, [{0, 1, 4, 5}])
 
 
+def test_only_this_thread_is_moved_and_its_own_mask_read(monkeypatch, clock):
+    """leave() and stay_off() read and set the mask of this thread (pid 0) only: never
+    another process's (pid 1 is init), never a pid the kernel would refuse."""
+    theirs, set_ = [], []
+
+    def getaffinity(pid):
+        if pid != 0:
+            theirs.append(("get", pid))
+            return {0, 1, 2, 3, 4, 5, 6, 7}
+        return {0, 1, 2, 3}
+
+    def setaffinity(pid, cpus):
+        (set_ if pid == 0 else theirs).append(set(cpus) if pid == 0 else ("set", pid))
+    monkeypatch.setattr(idle.os, "sched_getaffinity", getaffinity)
+    monkeypatch.setattr(idle.os, "sched_setaffinity", setaffinity)
+    monkeypatch.setattr(idle, "cpu_jiffies", lambda: {})
+    w = idle.IdleWindow.leave([2, 3])
+    w.stay_off()
+    assert (w.affinity, w.free, set_, theirs) == ({0, 1, 2, 3}, {0, 1}, [{0, 1}, {0, 1}], [])
+
+
 def test_no_window_where_no_other_cpu_is_allowed(mask):
     assert idle.IdleWindow.leave([0, 1, 2, 3]) is None and mask["set"] == []
 
@@ -207,3 +228,11 @@ def test_foreign_load_skips_a_cpu_missing_from_a_sample():
     assert (fl["busy_cpu_s"], fl["cpu_s"]) == (1.0, 1.0)
     fl = idle.foreign_load({0: (0, 0), 1: (0, 0)}, {0: (hz, hz)}, (0, 1), 2.0, 0.0)
     assert fl["busy_cpu_s"] == 1.0
+
+
+def test_foreign_load_note_says_two_jiffies_of_the_run_are_noise():
+    """The note's threshold is two jiffies as a percentage of the run: 100 % for a run two
+    jiffies long."""
+    hz = idle.CLK_TCK
+    note = idle.foreign_load({0: (0, 0)}, {0: (0, 0)}, (0,), 2 / hz, 0.0)["note"]
+    assert note == f"jiffy resolution (1/{hz} s): shares below ~100% of short runs are noise"

@@ -8,6 +8,7 @@ import pytest
 from numaplace import ConfigError
 from numaplace.machine.topology import Topology
 from numaplace.plan.memory_specs import count, expand
+from numaplace.plan.placement import Memory
 
 pytestmark = pytest.mark.unit
 
@@ -82,3 +83,30 @@ def test_counting_names_the_entry_too(spec, line):
     with pytest.raises(ConfigError) as e:
         count(spec, TWO, "f.yaml", "e")
     assert str(e.value) == "f.yaml: " + line
+
+
+def test_a_reader_cpu_given_as_a_negative_number_is_a_cpu_not_in_the_platform():
+    """The schema lets an integer reader through unchecked (its pattern is for text): -1 is
+    told as a CPU the platform does not have, not as a malformed CPU list."""
+    with pytest.raises(ConfigError) as e:
+        expand({"sweep": {"memory_cpu": 0, "readers": -1}}, TWO, "f.yaml", "e")
+    assert str(e.value) == "f.yaml: e.sweep.readers: CPU -1 is not in platform two (CPUs 0-3)"
+
+
+# node 1 has CPUs but no memory of its own (memory_mb 0), node 0 has 1 MB
+NOMEM = Topology("nomem", {0: [0, 1], 1: [2, 3]}, {0: 1, 1: 0})
+
+
+def test_membind_to_a_node_without_memory_is_refused_naming_the_memory_entry():
+    """numactl --membind to a node without memory cannot run: the matrix says which node,
+    under the spec's memory entry."""
+    with pytest.raises(ConfigError) as e:
+        expand({"matrix": {"via": "membind", "memory": [1]}}, NOMEM, "f.yaml", "e")
+    assert str(e.value) == "f.yaml: e.matrix.memory: node 1 of platform nomem has no memory"
+    assert (e.value.where, e.value.entry) == ("f.yaml", "e.matrix.memory")
+
+
+def test_membind_to_a_node_with_some_memory_is_a_cell():
+    """Only a node with no memory at all is refused: 1 MB is memory to bind to."""
+    assert expand({"matrix": {"via": "membind", "memory": [0], "readers": [1]}}, NOMEM, "f.yaml", "e") == \
+        [((2,), "node 1 reads node 0 (membind)", "mx-mb-r1-m0", Memory("membind", (0,)))]

@@ -49,3 +49,12 @@ def test_a_report_cut_before_its_verification_is_not_complete():
     r = parse(cut)
     assert r["time_s"] == 1.23 and r["verification"] is None and r["complete"] is False
     assert parse(REPORT.replace(" Time in seconds =                     1.23\n", ""))["complete"] is False
+
+
+@pytest.mark.parametrize("banner, implementation", [("numaplace", "numaplace"), ("NAS Parallel", "nasa")])
+def test_the_header_is_the_first_400_characters(banner, implementation):
+    """A banner that ends at the header's last character counts; one a character later,
+    past the header, does not."""
+    inside = " " * (400 - len(banner)) + banner + "\n CG Benchmark Completed.\n"
+    assert parse(inside)["implementation"] == implementation
+    assert parse(" " + inside)["implementation"] is None

@@ -134,6 +134,7 @@ def test_an_unknown_dialect_names_the_known_ones():
     (128, "failed", ", exit status 128"),
     (129, "failed", ", exit status 129 (killed by signal 1)"),
     (137, "failed", ", exit status 137 (killed by signal 9)"),
+    (256, "failed", ", exit status 256"),     # no signal 0, and no shell exits with 256
     (257, "failed", ", exit status 257 (killed by signal 1)"),
     (-1, "failed", ", exit status -1 (the batch system could not run the job, or killed it at a limit)"),
 ])
@@ -277,7 +278,8 @@ def test_sacct_when_scontrol_no_longer_knows_the_job(line, status, reason):
     assert asked[-1] == list(SACCT)
 
 
-@pytest.mark.parametrize("answer", [(0, "", ""), (0, "\n", ""), (1, "COMPLETED|0:0\n", "sacct: error")])
+@pytest.mark.parametrize("answer", [(0, "", ""), (0, "\n", ""), (1, "COMPLETED|0:0\n", "sacct: error"),
+                                    (0, "|0:0\n", "")])       # a record without a State
 def test_sacct_without_an_answer_leaves_the_job_undecided(answer):
     run, which, _ = fake({SACCT: answer}, tools=("sacct",))
     assert pbs.slurm_verdict("41", run, which) is None
@@ -317,3 +319,50 @@ def test_without_qstat_installed_a_job_reads_as_running(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     st = pbs.job_status("1.s", "torque")
     assert st.status == "running" and st.reason.startswith("qstat failed, assuming still running: qstat -f: exit 127 ")
+
+
+def test_a_failed_call_names_its_command_and_a_hang_is_cut_after_a_minute(monkeypatch, tmp_path):
+    """The stand-in result of a missing or hanging command still names the command (as
+    subprocess.run's would); qstat & co. are given 60 s, never left to hang pbs-status."""
+    argv = [str(tmp_path / "qstat"), "-f", "1"]
+    assert pbs._run(argv).args == argv
+    timeouts = []
+
+    def hang(argv, **kw):
+        timeouts.append(kw.get("timeout"))
+        raise subprocess.TimeoutExpired(argv, kw.get("timeout"))
+    monkeypatch.setattr(subprocess, "run", hang)
+    assert pbs._run(["qstat", "-f", "1"]).args == ["qstat", "-f", "1"]
+    assert timeouts == [60]
+
+
+def test_failed_qstats_without_a_message_add_none_to_the_reason():
+    """An empty stderr is reported as nothing at all, for a failed qstat (running) and for
+    a finished job whose history (-x) failed (failed)."""
+    run, which, _ = fake({FULL + ("41",): (1, "", "")})
+    st = pbs.job_status("41", "torque", run=run, which=which)
+    assert (st.status, st.reason) == ("running", "qstat failed, assuming still running: qstat -f: exit 1 ")
+    run, which, _ = fake({FULL + ("1.s",): (35, "", ""), ("qstat", "-x", "-f", "1.s"): (1, "", "")})
+    st = pbs.job_status("1.s", "torque", run=run, which=which)
+    assert (st.status, st.reason) == ("failed", "qstat: job has finished; qstat -x -f: exit 1 : "
+                                                "exit status unknown, reported as failed")
+
+
+def test_a_vanished_jobs_qstat_message_is_cut_to_120_characters():
+    run, which, _ = fake({FULL + ("9.s",): (153, "", "z" * 300)})
+    st = pbs.job_status("9.s", "torque", run=run, which=which)
+    assert (st.status, st.reason) == ("success", f"unknown to qstat ({'z' * 120}); reported as success")
+
+
+def test_a_vanished_job_asks_slurm_only_where_the_given_which_finds_it(monkeypatch, tmp_path):
+    """`which` decides whether Slurm is there, for a vanished job too: an scontrol on PATH
+    that `which` does not know is not asked."""
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\nexit 0\n")
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    run, which, asked = fake({FULL + ("41",): (153, "", ""),
+                              ("scontrol", "show", "job", "-o", "41"): (0, "JobId=41 JobState=FAILED", "")})
+    st = pbs.job_status("41", "torque", run=run, which=which)
+    assert (st.status, st.reason) == ("success", "unknown to qstat (); reported as success")
+    assert asked == [list(FULL + ("41",))]

@@ -4,10 +4,12 @@ alive (tests/benchmarks/mutation_score.sh)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
-from numaplace.core.stats import mann_whitney_p, repetitions_needed
+from numaplace.core import stats as stats_module
+from numaplace.core.stats import mann_whitney_p, median_interval, repetitions_needed, summary_stats
 
 pytestmark = pytest.mark.unit
 
@@ -41,3 +43,37 @@ def test_never_fewer_than_an_exact_test_can_use_at_alpha(alpha, least):
 def test_mann_whitney_needs_runs_on_both_sides():
     assert math.isnan(mann_whitney_p([], [1, 2])) and math.isnan(mann_whitney_p([1, 2], []))
     assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+
+
+def test_times_all_printed_as_zero_give_no_cv_and_no_warning():
+    """NPB prints a run under 5 ms as 0.00 s: the CV of all-zero times is NaN, and the
+    tables are built without numpy's 0/0 warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = summary_stats([0.0, 0.0, 0.0])
+    assert math.isnan(s["time_cv"]) and s["time_std_s"] == 0 and s["time_mean_s"] == 0
+
+
+@pytest.mark.parametrize("times, level", [([3.0, 1.0, 2.0], 0.75), ([1.0, 2.0], 0.5)])
+def test_min_max_holds_the_median_at_exactly_its_coverage(times, level):
+    """Asked for exactly the coverage min-max has (1 - 2^(1-n): 75 % with 3 runs, 50 % with
+    2), the interval is min-max at that level, not open at one end."""
+    assert median_interval(times, level=level) == (min(times), max(times), level)
+
+
+def test_a_side_without_runs_gives_nan_quietly():
+    """No runs on one side: NaN, without scipy's small-sample warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(mann_whitney_p([], [1.0, 2.0])) and math.isnan(mann_whitney_p([1.0, 2.0], []))
+
+
+def test_ties_are_tested_exactly_up_to_and_including_the_split_limit(monkeypatch):
+    """With ties, the p-value is exact when there are at most EXACT_MWU_MAX splits of the
+    pooled runs. 3 vs 3 has C(6, 3) = 20 splits; mid-ranks 1.5 1.5 3.5 | 3.5 5.5 5.5: U = 0.5,
+    reached by 2 of the 20 splits, two-sided p = 2 * 2/20 = 0.2 (the normal approximation
+    says 0.11)."""
+    monkeypatch.setattr(stats_module, "EXACT_MWU_MAX", 20)
+    assert mann_whitney_p([1.0, 1.0, 2.0], [2.0, 3.0, 3.0]) == pytest.approx(0.2)
+    monkeypatch.setattr(stats_module, "EXACT_MWU_MAX", 19)
+    assert mann_whitney_p([1.0, 1.0, 2.0], [2.0, 3.0, 3.0]) == pytest.approx(0.1101, abs=1e-4)

@@ -406,3 +406,206 @@ def test_keep_records_leaves_restore_kepts_case_to_it(tmp_path):
     replaced_by_garbage(rundir)
     assert store.keep_records(tmp_path) == []
     assert store.read_record(rundir / KEPT)["status"] == "ok"
+
+
+# -- reading a record: what a reader is told when one does not match --------------------
+
+FIXTURE_RECORD = FIXTURE / "runs" / RID / "record.json"
+
+
+def _stored(tmp_path, rec, name="record.json"):
+    path = tmp_path / name
+    path.write_text(rec if isinstance(rec, str) else json.dumps(rec))
+    return path
+
+
+def test_a_record_off_the_schema_is_refused_naming_its_file_and_field(tmp_path):
+    """The one line a reader (tables, report, retry-failed) shows: the file, the field's
+    path inside the record, what is wrong."""
+    rec = json.loads(FIXTURE_RECORD.read_text())
+    rec["placement"]["threads"] = 0
+    path = _stored(tmp_path, rec)
+    with pytest.raises(store.RecordError) as e:
+        store.read_record(path)
+    assert str(e.value) == f"{path}: placement/threads: 0 is less than the minimum of 1"
+
+
+def test_a_record_without_a_required_field_is_refused_at_its_top_level(tmp_path):
+    rec = json.loads(FIXTURE_RECORD.read_text())
+    del rec["status"]
+    path = _stored(tmp_path, rec)
+    with pytest.raises(store.RecordError) as e:
+        store.read_record(path)
+    assert str(e.value) == f"{path}: (top level): 'status' is a required property"
+    # validate() on a record held in memory, not told where it came from
+    with pytest.raises(store.RecordError) as e:
+        store.validate(rec)
+    assert str(e.value) == "record: (top level): 'status' is a required property"
+
+
+def test_a_json_file_that_is_no_object_is_refused_naming_it(tmp_path):
+    path = _stored(tmp_path, "[1, 2]")
+    with pytest.raises(store.RecordError) as e:
+        store.read_record(path)
+    assert str(e.value) == f"{path}: (top level): not a JSON object"
+
+
+def test_a_version_1_record_reads_as_the_current_one(tmp_path):
+    """numaplace 0.1/0.2 records: the parsed report under `npb`, no `kind`, 0.1's stored
+    fidelity verdict (refused by the schema today) dropped; one that already holds
+    `output` keeps it; one without either reads with no output."""
+    current = store.read_record(FIXTURE_RECORD)
+    v1 = {k: v for k, v in json.loads(FIXTURE_RECORD.read_text()).items() if k not in ("kind", "output")}
+    v1.update(record_version=1, npb=current["output"], fidelity={"verdict": "ok"})
+    assert store.read_record(_stored(tmp_path, v1)) == current
+    both = {**v1, "output": current["output"], "npb": None}
+    assert store.read_record(_stored(tmp_path, both))["output"] == current["output"]
+    neither = {k: v for k, v in v1.items() if k != "npb"}
+    assert store.read_record(_stored(tmp_path, neither)) == {**current, "output": None}
+
+
+# -- writing a record --------------------------------------------------------------------
+
+def test_a_record_is_written_in_its_stored_layout_keys_in_their_order(tmp_path):
+    """A record written again from what it holds is the same bytes (one field a line,
+    indent 1, fields in the runner's order, never re-sorted), so records
+    diff cleanly against each other and the stored fixtures."""
+    text = FIXTURE_RECORD.read_text()
+    store.write_record(tmp_path / "record.json", json.loads(text))
+    assert (tmp_path / "record.json").read_text() == text
+
+
+# -- attempts: numbered, found, never taken for the current record ------------------------
+
+def test_attempt_numbers_from_a_records_place_under_runs():
+    assert store.attempt_of(f"{RID}/attempts/3/record.json") == 3
+    assert store.attempt_of(f"{RID}/attempts/old/record.json") == 0      # no number: 0, never 1
+    assert store.attempt_of(f"{RID}/record.json") is None
+    assert store.attempt_of(f"{RID}/interrupted/20261126T090507/record.json") is None
+
+
+def test_a_record_lying_in_attempts_is_never_taken_for_the_current_one(tmp_path):
+    rundir = written(tmp_path, a_record("ok"))
+    (rundir / "attempts").mkdir()
+    (rundir / "attempts" / "record.json").write_text(json.dumps(a_record("failed")))
+    recs = list(store.iter_records(tmp_path, attempts=True))
+    assert sorted((r["status"], r.is_attempt) for r in recs) == [("failed", True), ("ok", False)]
+
+
+def test_an_unreadable_kept_alone_is_set_aside_as_the_attempts_record_and_counted(tmp_path):
+    """Snakemake removed record.json and KEPT does not read: it is still the attempt's
+    record.json, so the tables list the attempt (unreadable, under its run id)."""
+    rundir = written(tmp_path, a_record("failed"))
+    (rundir / "record.json").unlink()
+    (rundir / KEPT).unlink()
+    (rundir / KEPT).write_text('{"run_id": "half')
+    dest = store.set_aside(rundir)
+    assert sorted(p.name for p in dest.iterdir()) == ["record.json", "stdout"]
+    [rec] = store.iter_records(tmp_path, attempts=True)
+    assert (rec["run_id"], rec["status"], rec.attempt) == (RID, "unreadable", 1)
+
+
+def test_a_broken_copy_set_aside_beside_the_restored_record_moves_as_it_is(tmp_path):
+    """Only the record.json that stays the attempt's record is made writable again; the
+    copy that did not read (record.unreadable.json) keeps its mode."""
+    rundir = written(tmp_path, a_record("failed"))
+    (rundir / "record.json").unlink()
+    (rundir / "record.json").write_text('{"run_id": "half')
+    os.chmod(rundir / "record.json", 0o444)
+    dest = store.set_aside(rundir)
+    assert store.read_record(dest / "record.json")["status"] == "failed"
+    assert stat.S_IMODE(os.stat(dest / "record.unreadable.json").st_mode) == 0o444
+
+
+def test_keep_records_loses_no_stale_kept_when_its_free_name_is_taken_meanwhile(tmp_path, monkeypatch):
+    """Another process takes record.kept-2.json between the look for a free name and the
+    link: the stale KEPT goes to the next free name, never unlinked without a new name."""
+    rundir = written(tmp_path, a_record("ok"))
+    (rundir / KEPT).unlink()
+    (rundir / KEPT).write_text("the stale copy")
+    real, raced = store._free_name, []
+
+    def free_name(path):
+        name = real(path)
+        if not raced:
+            raced.append(name)
+            name.write_text("the other process's")
+        return name
+    monkeypatch.setattr(store, "_free_name", free_name)
+    assert store.keep_records(tmp_path) == [rundir / "record.json"]
+    assert os.path.samefile(rundir / "record.json", rundir / KEPT)
+    assert (rundir / "record.kept-2.json").read_text() == "the other process's"
+    assert (rundir / "record.kept-3.json").read_text() == "the stale copy"
+
+
+def test_restore_kept_leaves_a_run_whose_record_json_is_gone_to_set_aside(tmp_path):
+    """Snakemake removed record.json (KEPT intact): nothing to restore; KEPT stays."""
+    rundir = written(tmp_path, a_record("ok"))
+    (rundir / "record.json").unlink()
+    assert store.restore_kept(rundir) is None
+    assert sorted(p.name for p in rundir.iterdir()) == [KEPT, "stdout"]
+
+
+# -- workflow_outcome: more of the last lines ------------------------------------------------
+
+def test_five_failed_runs_are_listed_by_default(tmp_path):
+    recs = _records(tmp_path, *["failed"] * 7, "ok")
+    lines, _ = workflow_outcome("s", recs, [], "rep")
+    assert lines[1:] == [f"  {p}: failed" for p in recs[:5]] + ["  ... and 2 more"]
+
+
+def test_a_build_record_that_does_not_read_hides_no_failed_build_after_it(tmp_path):
+    builds = _builds(tmp_path, "{not json",
+                     {"status": "failed", "bench": "mg", "class": "B", "variant": "default", "reason": "make exited 2"})
+    lines, failed = workflow_outcome("s", _records(tmp_path, "ok"), builds, "rep")
+    assert lines[:2] == ["numaplace: 1 of 2 builds of study s failed:", "  mg.B (default): make exited 2"]
+    assert failed is True
+
+
+def test_exactly_the_shown_number_of_failed_builds_has_no_more_line(tmp_path):
+    builds = _builds(tmp_path, *[{"status": "failed", "bench": "cg", "class": c, "variant": "default"} for c in "AB"])
+    lines, _ = workflow_outcome("s", [], builds, "rep", shown=2)
+    assert lines[:3] == ["numaplace: 2 of 2 builds of study s failed:",
+                         "  cg.A (default): no reason recorded", "  cg.B (default): no reason recorded"]
+    assert not any("more" in line for line in lines)
+
+
+def test_a_writer_killed_before_its_replace_never_blocks_the_next_record(tmp_path):
+    """A writer killed between its chmod and its replace leaves a read-only tmp behind,
+    which a user cannot write again (uid 65534 got PermissionError with one shared tmp
+    name). Leftovers that nobody can write, root included (folders), of the old shared
+    name and of another process's: the next record of that run is still written."""
+    path = tmp_path / "run" / "record.json"
+    for stale in (path.parent / "record.json.tmp", path.parent / "record.json.999999999.tmp"):
+        stale.mkdir(parents=True)
+    store.write_record(path, {"status": "failed"})
+    assert json.loads(path.read_text()) == {"status": "failed"}
+    assert not list(path.parent.glob(f"*.{os.getpid()}.tmp"))
+
+
+@pytest.mark.parametrize("record_first", [True, False])
+def test_a_dangling_record_link_never_takes_the_attempts_record_from_the_intact_kept(tmp_path, monkeypatch, record_first):
+    """record.json a dangling symlink (a restore from elsewhere gone wrong) beside an
+    intact KEPT: KEPT is the attempt's record.json, whatever order the folder lists
+    them in, and the link stays beside it; the attempt is read back as a run."""
+    rundir = written(tmp_path, a_record("failed"))
+    (rundir / "record.json").unlink()
+    (rundir / "record.json").symlink_to(tmp_path / "gone.json")
+    listed = Path.iterdir
+    monkeypatch.setattr(Path, "iterdir", lambda self: iter(sorted(
+        listed(self), key=lambda p: (p.name != "record.json") == record_first)))
+    dest = store.set_aside(rundir)
+    assert store.read_record(dest / "record.json")["status"] == "failed"
+    assert (dest / "record.unreadable.json").is_symlink()
+    monkeypatch.setattr(Path, "iterdir", listed)
+    assert [r["status"] for r in store.iter_records(tmp_path, attempts=True)] == ["failed"]
+
+
+def test_an_attempts_record_from_kept_alone_is_writable_again_too(tmp_path):
+    """Snakemake removed record.json (--forcerun) and KEPT alone is left: the attempt's
+    record.json made of it is writable again, as one set aside from record.json is."""
+    rundir = written(tmp_path, a_record("failed"))
+    protected = stat.S_IMODE(os.stat(rundir / "record.json").st_mode)
+    (rundir / "record.json").unlink()
+    dest = store.set_aside(rundir)
+    assert stat.S_IMODE(os.stat(dest / "record.json").st_mode) == protected | stat.S_IWUSR

@@ -72,7 +72,7 @@ class Dialect:
             why = " (the batch system could not run the job, or killed it at a limit)"
         elif code > 256:
             why = f" (killed by signal {code - 256})"
-        elif code > 128:
+        elif 128 < code < 256:       # 256 is neither: no signal 0, no shell exit above 255
             why = f" (killed by signal {code - 128})"
         return JobStatus(FAILED, f"job_state {state} ({meaning}), exit status {code}{why}")
 

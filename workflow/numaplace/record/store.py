@@ -119,7 +119,11 @@ def write_record(path, rec):
     (Checking here could only lose what was measured, and importing jsonschema alone
     costs twice the launch overhead a run may have.)"""
     path = Path(path)
-    tmp = path.with_suffix(".json.tmp")
+    # a name of this process's own: a writer killed between chmod and replace leaves its
+    # tmp read-only, and a shared name would then refuse every later record of the run
+    # (PermissionError for a non-root user). The same pid's leftover is a dead process's.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
     tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
     # write-protected, as Snakemake protects an output: no rule declares a record (a
     # chunk of runs writes them), and an editor or a script should not change one in place
@@ -251,7 +255,9 @@ def set_aside(rundir):
         return None
     record, kept = rundir / "record.json", rundir / KEPT
     names = {}                 # leftover name -> its name in the attempt
-    if record.exists() and kept.exists():
+    # a dangling link named record.json is a record that does not read, not none: else
+    # it and KEPT would both claim the attempt's record.json, in directory order
+    if (record.exists() or record.is_symlink()) and kept.exists():
         if _same_file(record, kept):
             kept.unlink()      # a second name of the record that moves: nothing is lost
             leftovers.remove(kept)
@@ -269,7 +275,7 @@ def set_aside(rundir):
     # attempt's record takes record.json first
     for p in sorted(leftovers, key=lambda p: names.get(p.name, p.name) != "record.json"):
         target = _free_name(dest / names.get(p.name, p.name))
-        if p.name == "record.json" and target.name == "record.json":
+        if target.name == "record.json" and not p.is_symlink():   # KEPT too, when it is the record
             try:               # Snakemake write-protects finished records
                 os.chmod(p, p.stat().st_mode | stat.S_IWUSR)
             except OSError:    # another user's record: it moves as it is
