@@ -80,6 +80,20 @@ def test_smt_counts_every_hardware_thread():
         ([0, 2], "spread 2 smt", 0), ([0, 2, 4, 6], "spread node (4) smt", 0)]
 
 
+def test_spread_over_every_hardware_thread_is_compact_all_with_smt_and_left_out():
+    """With smt: true, spread is compared with compact of every hardware thread: spread
+    all is the same 8 CPUs (left out), spread half is not."""
+    assert shown(expand_spec({"spread": ["all", "half"], "smt": True}, SMT, "f.yaml", "e")) == [
+        "spread all runs on the same CPUs as compact all here", ([0, 2, 4, 6], "spread half (4) smt", 0)]
+
+
+def test_per_node_counts_with_smt_take_a_cores_hardware_threads_first():
+    """k/node with smt: true: the node's first k hardware threads, a core's siblings next
+    to each other (3/node: both threads of core 0, then core 1's first), not k cores."""
+    assert shown(expand_spec({"compact": ["2/node", "3/node"], "smt": True}, SMT, "f.yaml", "e")) == [
+        ([0, 4, 2, 6], "compact 2/node (4) smt", 0), ([0, 4, 1, 2, 6, 3], "compact 3/node (6) smt", 0)]
+
+
 def test_all_choices_are_not_reduced_unless_distinct_is_asked():
     assert [o[1] for o in expand_spec({"layout": "1/1"}, Topology("t", {n: [n] for n in range(3)}), "f", "e")] == \
         ["1/1 on 0,1", "1/1 on 0,2", "1/1 on 1,2"]
@@ -137,3 +151,28 @@ def test_an_explicit_id_with_several_memory_targets_is_refused():
                                            "but the experiment lists several memory policies or bindings")
     one_target = {**exp, "placements": [{"cpus": "1", "id": "x"}]}          # node 1: both at distance 20
     assert [p.id for p in expand_experiment(one_target, {}, THREE, "f", "e")] == ["x"]
+
+
+def test_a_threads_key_checks_the_count_each_placement_gives():
+    """`threads:` beside a spec: placements of that many threads pass (a pinned one counts
+    its CPUs, an unpinned team its threads), another count is refused with both numbers."""
+    assert shown(expand_spec({"compact": [2], "threads": 2}, TWO, "f.yaml", "e")) == [([0, 1], "compact 2", 0)]
+    assert shown(expand_spec({"unpinned": [1], "threads": 1}, TWO, "f.yaml", "e")) == [([0, 1, 2, 3], "unpinned 1", 1)]
+    assert told({"compact": [2], "threads": 3}, TWO) == ("ConfigError", "f.yaml: e: compact 2 places 2 threads, "
+                                                                        "but threads: 3")
+
+
+def test_a_placement_that_cannot_exist_here_does_not_stop_the_ones_after_it():
+    """A layout on more nodes than there are is left out with its line; the experiment's
+    next placements still expand."""
+    said = []
+    out = expand_experiment({"placements": [{"layout": "1/1"}, {"cpus": "0"}, {"cpus": "1"}]}, {}, ONE,
+                            "f.yaml", "e", said)
+    assert [p.id for p in out] == ["c0_loc_p_nc", "c1_loc_p_nc"]
+    assert said == ["e.placements[0]: not applicable here: 1 NUMA node: layout '1/1' needs 2 nodes"]
+
+
+def test_a_wrong_memory_cell_names_the_study_file():
+    assert experiment_told({"placements": [{"sweep": {"memory_cpu": 9}}]}, TWO) == \
+        "f.yaml: e.placements[0].sweep.memory_cpu: CPU 9 is not in platform two (CPUs 0-3)"
+

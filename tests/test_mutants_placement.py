@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from numaplace.machine.topology import Topology
-from numaplace.plan.placement import (Memory, NotApplicable, Placement, count_choices, finish, node_choices,
-                                      resolve_memory_nodes, spread)
+from numaplace.plan.placement import (Memory, NotApplicable, Placement, compact, count_choices, default_id, finish,
+                                      node_choices, resolve_memory_nodes, spread)
 
 pytestmark = pytest.mark.unit
 
@@ -70,3 +70,21 @@ def test_node_choices_are_counted_before_they_are_made():
     four = Topology("four", {n: [2 * n, 2 * n + 1] for n in range(4)})
     n = count_choices([2, 1, 1], four)
     assert n == 12 and isinstance(n, int) and n == len(node_choices([2, 1, 1], four, False))
+
+
+def test_a_default_id_without_a_team_is_pinned():
+    """Called without a team, an id names no `x<team>`: that suffix is for unpinned teams."""
+    assert default_id((0, 1), Memory("local"), "process", "numactl") == "c0-1_loc_p_nc"
+
+
+def test_compact_counts_physical_cores_unless_asked_for_smt():
+    """The first t cores: one hardware thread per core unless smt is asked for."""
+    assert compact(2, SMT) == [0, 1]
+    assert compact(2, SMT, smt=True) == [0, 4]
+
+
+def test_a_layout_longer_than_the_machine_has_nodes_gives_no_choice_at_once():
+    """More per-node counts than nodes: no choice, found without making the orderings of
+    the counts (3000 of them: the orderings alone would go 3000 calls deep)."""
+    assert node_choices([1] * 3000, TWO, False) == []
+    assert node_choices([1] * 3000, TWO, True) == [] and count_choices([1] * 3000, TWO) == 0

@@ -103,3 +103,104 @@ def test_a_word_registered_later_is_one_the_schema_accepts():
     finally:
         schema.register_words("launcher", old)
     assert "srun" not in told(validate_study, {**BASE, "launcher": "mpirun"})
+
+
+@pytest.mark.parametrize("data, line", [
+    # a list of types is named in full, "or" between them, with the true/false hint
+    (experiment(args=[True]), "experiments[0].args[0]: expected text or a number, got True (true/false is not a number)"),
+    (experiment(args=[[1]]), "experiments[0].args[0]: expected text or a number, got [1]"),
+    # true/false where a (non-whole) number is wanted gets the hint too
+    ({**BASE, "run": {"timeout": True}}, "run.timeout: expected a number, got True (true/false is not a number)"),
+    # the decimal-point hint only for a float where a whole number is wanted
+    ({**BASE, "limits": {"runs": "5"}}, "limits.runs: expected a whole number, got '5'"),
+    ({**BASE, "study": 2.5}, "study: expected text, got 2.5"),
+], ids=["args-bool", "args-list", "timeout-bool", "runs-text", "study-float"])
+def test_type_mistakes_name_every_type_and_hint_only_when_it_applies(data, line):
+    """Type errors: every allowed type named, joined by "or"; each hint only where it fits."""
+    assert told(validate_study, data) == "f.yaml: " + line
+
+
+@pytest.mark.parametrize("data, line", [
+    ({**BASE, "repetitions": {"alpha": 0.1}}, "repetitions: adaptive repetitions need min and max: {min: 4, max: 12} "
+                                              "(alpha optional, default 0.05)"),
+    ({**BASE, "repetitions": {"min": 2}}, "repetitions: adaptive repetitions need max: {min: 4, max: 12} "
+                                          "(alpha optional, default 0.05)"),
+], ids=["no-min-no-max", "no-max"])
+def test_adaptive_repetitions_name_the_missing_keys(data, line):
+    """An adaptive `repetitions` mapping without min/max says which keys to add, and how."""
+    assert told(validate_study, data) == "f.yaml: " + line
+
+
+@pytest.mark.parametrize("data, line", [
+    # an empty row has no bad character: it is said to hold no hop counts (no crash)
+    ({**PLATFORM, "hops": [""]}, f"hops[0]: '' is not a row of hop counts (no hop counts): write {HOP_FORMS}"),
+    ({**PLATFORM, "hops": ["0X"]}, f"hops[0]: '0X' is not a row of hop counts ('X' is not a digit): write {HOP_FORMS}"),
+    # 24 is allowed: the count at fault is the 25 after it
+    ({**PLATFORM, "hops": [[24, 25]]}, f"hops[0]: hop count 25 (position 1) is not a whole number 0-24; a row is {HOP_FORMS}"),
+], ids=["empty", "upper-X", "24-then-25"])
+def test_hop_row_mistakes_name_the_fault(data, line):
+    """A hop row that is neither form: the character or count at fault, or that it holds none."""
+    assert told(validate_platform, data) == "f.yaml: " + line
+
+
+def test_hop_advice_only_for_hop_rows():
+    """The hop-row advice is for platform hop rows only: other either-or settings (budget,
+    thread counts) are told what their own value should be."""
+    assert told(validate_study, {**BASE, "budget": "2 days"}) == "f.yaml: budget: expected a number, got '2 days'"
+    assert told(validate_study, placement({"compact": ["x"]})) == \
+        "f.yaml: experiments[0].placements[0].compact[0]: expected a whole number, got 'x'"
+
+
+def test_node_list_advice_only_for_a_placement_nodes():
+    """A platform's `nodes` (its node table) is not a placement's node list: an empty one is
+    told it needs an entry, not to write node ids or all-choices."""
+    assert told(validate_platform, {**PLATFORM, "nodes": []}) == "f.yaml: nodes: needs at least one entry"
+
+
+def test_a_long_message_is_cut_at_200_characters():
+    """jsonschema quotes the value in full: a 162-digit number makes a 201-character message,
+    shown as its first 200 characters and '…'."""
+    n = 10 ** 161
+    whole = f"{n} is greater than the maximum of 1000000"
+    assert len(whole) == 201
+    assert told(validate_study, {**BASE, "limits": {"runs": n}}) == f"f.yaml: limits.runs: {whole[:200]}…"
+    # and one shorter than 200 is shown whole
+    assert told(validate_study, {**BASE, "limits": {"runs": 10 ** 159}}) == \
+        f"f.yaml: limits.runs: {10 ** 159} is greater than the maximum of 1000000"
+
+
+def test_a_message_of_exactly_200_characters_is_shown_whole():
+    """A message of exactly 200 characters is not cut, so it gets no '…' (it did: `< 200`)."""
+    n = 10 ** 160
+    whole = f"{n} is greater than the maximum of 1000000"
+    assert len(whole) == 200
+    assert told(validate_study, {**BASE, "limits": {"runs": n}}) == f"f.yaml: limits.runs: {whole}"
+
+
+@pytest.fixture
+def fresh_defaults():
+    """The defaults worked out afresh from the schema file, as a new process does (they are
+    cached per section: an earlier test's reading must not stand in for this one's)."""
+    schema._defaults.cache_clear()
+    yield
+    schema._defaults.cache_clear()
+
+
+def test_defaults_of_the_top_level_and_of_a_section_given_by_reference(fresh_defaults):
+    """defaults() with no section is the study's top-level keys; the fidelity section is a
+    $ref to $defs/fidelity in the schema, and its thresholds are read from there."""
+    top = schema.defaults()
+    assert {k: top[k] for k in ("platform", "benchmarks", "classes", "variants", "repetitions")} == \
+        {"platform": "auto", "benchmarks": ["cg", "mg"], "classes": ["S"], "variants": ["default"], "repetitions": 3}
+    fid = schema.defaults("fidelity")
+    assert fid["memory_share_min"] == 0.9 and fid["interleave_tolerance"] == 0.1
+    assert fid["migration_moved_max"] == 0.05 and fid["memory_cell_share_min"] == 0.99
+    assert schema.Section("fidelity").whole() == fid
+
+
+def test_of_several_mistakes_the_first_entry_is_told():
+    """A study with two wrong entries is told about the first by entry name (benchmarks
+    before study), whatever order the schema checks them in: the same file always gets
+    the same line."""
+    assert told(validate_study, {**BASE, "study": True, "benchmarks": "cg"}) == \
+        "f.yaml: benchmarks: expected a list, got 'cg'"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from numaplace.machine.topology import Topology, from_sysfs, load_platform
+from numaplace import ConfigError
+from numaplace.machine.topology import Topology, from_sysfs, load_platform, platform_path
 
 pytestmark = pytest.mark.unit
 
@@ -134,3 +135,128 @@ def test_symmetries_are_computed_once(monkeypatch):
     first = topo.automorphisms()
     topo.distances = [[10 if a == b else 20 + a + b for b in range(5)] for a in range(5)]
     assert topo.automorphisms() is first                     # kept, as the docstring says
+
+
+def test_symmetries_of_an_asymmetric_slit_keep_both_directions():
+    """A SLIT may differ from a to b and from b to a: swapping nodes 1 and 2 keeps the
+    distances out of node 0 (20, 20) but not those into it (30, 40), so it is no symmetry."""
+    slit = [[10, 20, 20], [30, 10, 25], [40, 25, 10]]
+    topo = Topology("asym", {n: [n] for n in range(3)}, distances=slit)
+    assert _perms(topo.automorphisms()) == [(0, 1, 2)]
+
+
+def test_symmetries_map_nodes_one_to_one_when_remote_equals_local():
+    """A firmware that reports 10 between two nodes as within one (a platform file may say
+    so: remote is only refused below local): the identity and the swap, never both nodes
+    sent to one."""
+    topo = Topology("flat", {0: [0], 1: [1]}, distances=[[10, 10], [10, 10]])
+    assert _perms(topo.automorphisms()) == [(0, 1), (1, 0)]
+
+
+class _CountingNodes(dict):
+    """A node → CPUs dict that counts how often its items are walked."""
+    walks = 0
+
+    def items(self):
+        self.walks += 1
+        return super().items()
+
+
+def test_the_cpu_to_node_map_is_made_once_and_again_for_new_nodes():
+    """A placement of thousands of CPUs asks node_of for every CPU: the map is built once
+    (not once per CPU), and again only when the topology gets another nodes dict."""
+    nodes = _CountingNodes({n: list(range(64 * n, 64 * n + 64)) for n in range(16)})
+    topo = Topology("big", nodes)
+    assert [topo.node_of(c) for c in range(1024)] == [c // 64 for c in range(1024)]
+    assert topo.node_of(5000) is None and nodes.walks == 1
+    topo.nodes = {0: [5000]}
+    assert topo.node_of(5000) == 0 and topo.node_of(5) is None
+
+
+@pytest.mark.parametrize("matrix", [
+    "distances: [[10, 20], [20, 10], [20, 20]]",        # a row too many
+    "distances: [[10, 20, 30], [20, 10, 30]]",           # rows too long
+    "hops: ['01', '1']",                                 # a row too short
+])
+def test_a_platform_matrix_of_the_wrong_shape_is_refused(tmp_path, matrix):
+    f = tmp_path / "p.yaml"
+    f.write_text('name: p\nnodes:\n  - {id: 0, cpus: "0", memory_mb: 1}\n  - {id: 1, cpus: "1", memory_mb: 1}\n'
+                 + matrix + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    key = matrix.split(":")[0]
+    assert str(e.value) == f"{f}: {key}: must be a 2x2 matrix (one row per node, in node id order)"
+
+
+def _three_nodes(tmp_path, matrix):
+    f = tmp_path / "p.yaml"
+    f.write_text("name: p\nnodes:\n" + "".join(f'  - {{id: {n}, cpus: "{n}", memory_mb: 1}}\n' for n in range(3))
+                 + matrix + "\n")
+    return f
+
+
+@pytest.mark.parametrize("matrix, line", [
+    ("distances: [[10, 20, 20], [20, 10, 20], [20, 20, 0]]",
+     "distances[2][2]: a node's distance to itself is 0; SLIT gives it the local distance (10), the smallest of its row"),
+    ("distances: [[10, 20, 20], [20, 10, 20], [20, 30, 10]]", "distances: not symmetric at row 1, column 2"),
+    ("hops: ['012', '101', '220']", "hops: not symmetric at row 1, column 2"),
+    ("distances: [[10, 20, 30], [20, 10, 15], [30, 15, 25]]",
+     "distances[2][1]: distance 15 between two nodes is below the node's own distance 25 (SLIT: local is smallest)"),
+])
+def test_a_platform_matrix_that_is_no_slit_is_refused_where_it_is_wrong(tmp_path, matrix, line):
+    f = _three_nodes(tmp_path, matrix)
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == f"{f}: {line}"
+
+
+def test_a_platform_matrix_at_the_edges_of_a_slit_and_hops_in_every_form(tmp_path):
+    """A local distance of 1 and a remote one equal to it are accepted; hops are written
+    as digit strings, space-separated strings or lists, each hop 10 more than local."""
+    edge = [[1, 1, 20], [1, 1, 20], [20, 20, 1]]
+    assert load_platform(_three_nodes(tmp_path, f"distances: {edge}")).distances == edge
+    hops = load_platform(_three_nodes(tmp_path, "hops: ['012', ' 1 0 1 ', [2, 1, 0]]"))
+    assert hops.distances == [[10, 20, 30], [20, 10, 20], [30, 20, 10]]
+
+
+def _two_cpus(tmp_path, extra=""):
+    f = tmp_path / "p.yaml"
+    f.write_text('name: p\nnodes:\n  - {id: 0, cpus: "0", memory_mb: 1}\n  - {id: 1, cpus: "1", memory_mb: 1}\n' + extra)
+    return f
+
+
+def test_a_cluster_node_must_hold_every_cpu_of_the_platform(tmp_path):
+    """cluster.cpus_per_node below the CPUs the nodes list is refused (a job gets the whole
+    machine); exactly as many, or no cpus_per_node at all, is fine."""
+    f = _two_cpus(tmp_path, "cluster: {cpus_per_node: 1}\n")
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == (f"{f}: cluster.cpus_per_node: 1 is smaller than the 2 CPUs the nodes list "
+                            "(a job gets the whole machine)")
+    assert load_platform(_two_cpus(tmp_path, "cluster: {cpus_per_node: 2}\n")).cluster == {"cpus_per_node": 2}
+    assert load_platform(_two_cpus(tmp_path, "cluster: {mem_mb_per_node: 64}\n")).cluster == {"mem_mb_per_node": 64}
+    assert load_platform(_two_cpus(tmp_path)).cluster == {}
+
+
+def test_a_platform_name_is_a_yaml_file_under_the_config_platforms_folder():
+    assert platform_path("magny-cours", "config") == Path("config") / "platforms" / "magny-cours.yaml"
+
+
+def test_a_node_id_above_the_cpu_id_limit_is_refused_by_name(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text('name: p\nnodes:\n  - {id: 0, cpus: "0", memory_mb: 1}\n  - {id: 8192, cpus: "1", memory_mb: 1}\n')
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value).startswith(f"{f}: nodes[1] (node 8192).id: node id: 8192, above numaplace's limit of 8191 (cpu_id;")
+
+
+def test_a_platform_cpu_list_is_checked_before_it_is_expanded(tmp_path):
+    """A CPU above the limit, one listed twice or a descending range is refused naming the
+    node's cpus entry."""
+    for cpus, why in [("9000", "id: 9000, above numaplace's limit of 8191 (cpu_id;"), ("0,0-1", "0 is listed twice in '0,0-1'"),
+                      ("5-3", "descending range '5-3' in '5-3'")]:
+        f = tmp_path / "p.yaml"
+        f.write_text(f'name: p\nnodes:\n  - {{id: 0, cpus: "2", memory_mb: 1}}\n  - {{id: 1, cpus: "{cpus}", memory_mb: 1}}\n')
+        with pytest.raises(ConfigError) as e:
+            load_platform(f)
+        assert str(e.value).startswith(f"{f}: nodes[1] (node 1).cpus: {why}")

@@ -199,7 +199,7 @@ def _message(err):
         return entry, "needs at least one entry"
     if v == "enum":
         return entry, f"{shown(err.instance)} is not one of {', '.join(map(str, err.validator_value))}"
-    return entry, err.message if len(err.message) < 200 else err.message[:200] + "…"
+    return entry, err.message if len(err.message) <= 200 else err.message[:200] + "…"
 
 
 def check(data, name, where):
