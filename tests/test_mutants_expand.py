@@ -176,3 +176,14 @@ def test_a_wrong_memory_cell_names_the_study_file():
     assert experiment_told({"placements": [{"sweep": {"memory_cpu": 9}}]}, TWO) == \
         "f.yaml: e.placements[0].sweep.memory_cpu: CPU 9 is not in platform two (CPUs 0-3)"
 
+
+
+def test_a_membind_matrix_is_its_cells_whatever_the_studys_memory_list():
+    """Each cell of a membind matrix sets its own memory: a study-level list of several
+    memory policies neither multiplies the cells nor refuses them as 'an explicit id'
+    the user never wrote (it did: the cells' built-in ids met that check)."""
+    exp = {"placements": [{"matrix": {"via": "membind"}}]}
+    one = expand_experiment(exp, {"memory": ["local"]}, TWO, "f.yaml", "e")
+    several = expand_experiment(exp, {"memory": ["local", {"interleave": "all"}]}, TWO, "f.yaml", "e")
+    assert len(one) == 4
+    assert [(p.id, p.label) for p in several] == [(p.id, p.label) for p in one]

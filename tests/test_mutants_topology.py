@@ -260,3 +260,11 @@ def test_a_platform_cpu_list_is_checked_before_it_is_expanded(tmp_path):
         with pytest.raises(ConfigError) as e:
             load_platform(f)
         assert str(e.value).startswith(f"{f}: nodes[1] (node 1).cpus: {why}")
+
+
+def test_a_platform_node_without_memory_mb_has_no_memory(tmp_path):
+    """No memory_mb in a platform file: memory 0, so no memory policy may bind to it."""
+    f = tmp_path / "p.yaml"
+    f.write_text('name: p\nnodes:\n  - {id: 0, cpus: "0", memory_mb: 512}\n  - {id: 1, cpus: "1"}\n')
+    topo = load_platform(f)
+    assert topo.memory_mb == {0: 512, 1: 0} and topo.memory_nodes == [0]

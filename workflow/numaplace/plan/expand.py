@@ -158,7 +158,10 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
                     skip(f"{mem_entry if exp.get('memory') else entry + ' memory[' + str(j) + ']'} for {shape}", why)
                     continue
                 for mem, binding in itertools.product(mems, cell_bindings):
-                    if pid and (len(memories) > 1 or len(bindings) > 1 or len(mems) > 1):
+                    # a cell that sets its own memory (a membind matrix) is one placement
+                    # whatever the experiment's memory list: only its own choices count
+                    n_memories = 1 if cell_memory is not None else len(memories)
+                    if pid and (n_memories > 1 or len(cell_bindings) > 1 or len(mems) > 1):
                         raise ConfigError(where, e + ".id", "an explicit id needs a single placement, "
                                           "but the experiment lists several memory policies or bindings")
                     p = finish(cpus, mem, binding, launcher_name, shape, topo, pid, team)
