@@ -109,8 +109,8 @@ def test_contention_thread0_on_memory_cpu(platforms):
     cells = expand(x, {"placements": [{"contention": {"memory_cpu": 4, "threads": [1, 2, 16]}}]},
                    {"launcher": "taskset"})
     assert [p.id for p in cells] == ["ct-m4-t1", "ct-m4-t2", "ct-m4-t16"]
-    assert (cells[1].order or cells[1].cpus) == (4, 0)
-    assert command(cells[2], "./b")[1]["OMP_PLACES"].startswith("{4},{0},{1},{2},{3},{5}")
+    assert (cells[1].order or cells[1].cpus) == (4, 5)      # the memory CPU's own node's cores first
+    assert command(cells[2], "./b")[1]["OMP_PLACES"].startswith("{4},{5},{0},{1},{2},{3},{6}")
     with pytest.raises(ConfigError, match="17 threads"):
         expand(x, {"placements": [{"contention": {"memory_cpu": 0, "threads": [17]}}]}, {"launcher": "taskset"})
 

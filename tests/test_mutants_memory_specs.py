@@ -24,9 +24,9 @@ TWO = Topology("two", {0: [0, 1], 1: [2, 3], 2: []}, {0: 100, 1: 100, 2: 50})
     ({"contention": {"memory_cpu": 9, "threads": [2]}}, "e.contention.memory_cpu: CPU 9 is not in platform two "
                                                         "(CPUs 0-3)"),
     ({"contention": {"memory_cpu": 1, "threads": [2, 5]}}, "e.contention.threads: 5 threads but platform two "
-                                                           "has 4 CPUs"),
+                                                           "has 4 cores"),
     ({"matrix": {"readers": "0,2"}}, "e.matrix.readers: node 2 is not a node with CPUs in platform two (nodes 0-1)"),
-    ({"matrix": {"memory": [5]}}, "e.matrix.memory: node 5 is not a node with CPUs in platform two (nodes 0-1)"),
+    ({"matrix": {"memory": [5]}}, "e.matrix.memory: node 5 is not a node with memory in platform two (nodes 0-2)"),
     ({"matrix": {"memory": "0-x"}}, "e.matrix.memory: bad CPU list element '0-x' in '0-x' "
                                     "(use numbers and ranges like '0-3,8')"),
 ])
@@ -48,11 +48,15 @@ def test_contention_reads_with_memory_cpu_and_the_next_cpus():
         [(1,), (1, 0, 2, 3)]
 
 
-def test_a_matrix_is_first_touch_over_every_node_with_cpus_by_default():
+def test_a_matrix_reads_every_memory_node_from_every_cpu_node_by_default():
+    """First touch where the memory node has a CPU to touch it; a memory-only node (node 2:
+    CXL, HBM) has its column too, bound with membind: it is never left out."""
     cells = expand({"matrix": {}}, TWO, "f.yaml", "e")
     assert [(order, shape, mem) for order, shape, _, mem in cells] == [
         ((0,), "node 0 reads node 0 (first touch)", None), ((2, 0), "node 0 reads node 1 (first touch)", None),
-        ((0, 2), "node 1 reads node 0 (first touch)", None), ((2,), "node 1 reads node 1 (first touch)", None)]
+        ((0,), "node 0 reads node 2 (membind)", Memory("membind", (2,))),
+        ((0, 2), "node 1 reads node 0 (first touch)", None), ((2,), "node 1 reads node 1 (first touch)", None),
+        ((2,), "node 1 reads node 2 (membind)", Memory("membind", (2,)))]
 
 
 SMT = Topology("smt", {0: [0, 1, 4, 5], 1: [2, 3, 6, 7]}, siblings={c: (c % 4, c % 4 + 4) for c in range(8)})
@@ -67,7 +71,7 @@ def test_contention_counts_physical_cores():
 @pytest.mark.parametrize("spec, cells", [
     ({"sweep": {"memory_cpu": "all"}}, 16), ({"sweep": {"memory_cpu": "all", "readers": "self"}}, 4),
     ({"sweep": {"memory_cpu": "0-3", "readers": "0-1"}}, 8), ({"contention": {"memory_cpu": 0, "threads": [1, 2, 4]}}, 3),
-    ({"matrix": {"readers": "0"}}, 2), ({"matrix": {"memory": [1], "via": "membind"}}, 2),
+    ({"matrix": {"readers": "0"}}, 3), ({"matrix": {"memory": [1], "via": "membind"}}, 2),
 ])
 def test_cells_are_counted_before_any_is_made(spec, cells):
     assert count(spec, TWO, "f.yaml", "e") == cells == len(expand(spec, TWO, "f.yaml", "e"))
@@ -77,7 +81,7 @@ def test_cells_are_counted_before_any_is_made(spec, cells):
     ({"sweep": {"memory_cpu": 9}}, "e.sweep.memory_cpu: CPU 9 is not in platform two (CPUs 0-3)"),
     ({"sweep": {"memory_cpu": 0, "readers": "7"}}, "e.sweep.readers: CPU 7 is not in platform two (CPUs 0-3)"),
     ({"matrix": {"readers": [3]}}, "e.matrix.readers: node 3 is not a node with CPUs in platform two (nodes 0-1)"),
-    ({"matrix": {"memory": "2"}}, "e.matrix.memory: node 2 is not a node with CPUs in platform two (nodes 0-1)"),
+    ({"matrix": {"memory": "3"}}, "e.matrix.memory: node 3 is not a node with memory in platform two (nodes 0-2)"),
 ])
 def test_counting_names_the_entry_too(spec, line):
     with pytest.raises(ConfigError) as e:

@@ -54,7 +54,8 @@ def told(validate, data):
                                               "node ids, or a node list like '0-3' (got [])"),
     (experiment(memory=[{"preferred": [0, 1]}]), "experiments[0].memory[0]: preferred needs one node id (got [0, 1])"),
     (experiment(memory=[{"bind": [0]}]), "experiments[0].memory[0]: unknown memory policy {'bind': [0]}: use "
-                                         "local, {interleave: nodes}, {membind: nodes} or {preferred: node}"),
+                                         "local, {interleave: nodes}, {membind: nodes}, {preferred: node}, "
+                                         "{weighted-interleave: nodes} or {preferred-many: nodes}"),
     ({**BASE, "study": "a..b"}, "study: 'a..b' is not a usable name (1-64 letters, digits, _ . -, not starting "
                                 "with . or -, without '..')"),
     ({**BASE, "zzz": 1, "aaa": 2, "mmm": 3, "bbb": 4}, "(top level): unknown key: Additional properties are not "

@@ -9,6 +9,7 @@
     numaplace compare results/a results/b ...    one report over several studies
     numaplace pbs-submit | pbs-status            PBS Pro / Torque glue (profiles/pbs*)
     numaplace platform detect --name NAME        a platform file for this machine (stdout)
+    numaplace platform from-hwloc X.xml --name N a platform file from an hwloc XML (stdout)
 """
 from __future__ import annotations
 
@@ -127,14 +128,23 @@ def _parser():
                        "SLIT, caches, SMT siblings; sources in its header)")
     d.add_argument("--name", required=True, help="the platform's name (config/platforms/<name>.yaml)")
     d.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)    # tests: a copied tree
+    fh = pd_.add_parser("from-hwloc", help="print a platform file for the machine an hwloc XML "
+                        "(lstopo --of xml) describes, to plan for a machine you are not on")
+    fh.add_argument("xml", metavar="FILE.xml", help="hwloc XML topology (v1, v2 or v3 format)")
+    fh.add_argument("--name", required=True, help="the platform's name (config/platforms/<name>.yaml)")
     return ap
 
 
 def _platform_detect(a):
     from numaplace import ConfigError
-    from numaplace.machine.platform_detect import detect
     try:
-        sys.stdout.write(detect(a.name, a.sysfs))
+        if a.platform_cmd == "from-hwloc":
+            from numaplace.machine.hwloc_xml import convert
+            text = convert(a.xml, a.name)
+        else:
+            from numaplace.machine.platform_detect import detect
+            text = detect(a.name, a.sysfs)
+        sys.stdout.write(text)
     except ConfigError as e:
         print(f"numaplace: {e}", file=sys.stderr)
         return 2

@@ -35,7 +35,6 @@ TYPE_WORDS = {"integer": "a whole number", "number": "a number", "string": "text
               "array": "a list", "object": "a mapping (key: value)", "boolean": "true or false",
               "null": "nothing"}
 NAME_RULE = "1-64 letters, digits, _ . -, not starting with . or -, without '..'"
-MEMORY_FORMS = "local, {interleave: nodes}, {membind: nodes} or {preferred: node}"
 PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "unpinned", "sweep", "matrix", "contention")
 
 
@@ -48,6 +47,23 @@ WORDS: dict[str, tuple] = {}
 def register_words(word, values):
     WORDS[word] = tuple(values)
     _schema.cache_clear()
+
+
+# The memory policies (numaplace.plan.launch.MemoryPolicy, registered when it is imported):
+# each gives its branch of the study schema's `memory` and its own refusal messages; the
+# schema file's `memory` is only a placeholder that any one-key mapping passes.
+MEMORY: dict = {}
+
+
+def register_memory(policies):
+    MEMORY.clear()
+    MEMORY.update(policies)
+    _schema.cache_clear()
+
+
+def memory_forms():
+    forms = [m.form for m in MEMORY.values()]
+    return ", ".join(forms[:-1]) + " or " + forms[-1] if len(forms) > 1 else "".join(forms)
 
 
 @lru_cache(maxsize=None)
@@ -65,6 +81,9 @@ def _schema(name):
     for word, values in WORDS.items():
         if word in defs:
             defs[word] = {"enum": list(values)}
+    if "memory" in defs and MEMORY:
+        defs["memory"] = {"description": defs["memory"].get("description", ""),
+                          "oneOf": [m.schema() for m in MEMORY.values()]}
     return {**schema, "$defs": defs}
 
 
@@ -91,17 +110,11 @@ def _type_message(err):
 def _memory_message(err):
     value = err.instance
     if isinstance(value, dict) and len(value) == 1:
-        (policy, nodes), = value.items()
-        if policy in ("interleave", "membind") and isinstance(nodes, list) and \
-                len(set(map(repr, nodes))) < len(nodes):
-            dup = next(n for i, n in enumerate(nodes) if n in nodes[:i])
-            return f"{policy} lists node {shown(dup)} twice"
-        if policy in ("interleave", "membind"):
-            return f"{policy} needs a non-empty list of node ids, or a node list like '0-3' " \
-                   f"(got {shown(nodes)})"
-        if policy == "preferred":
-            return f"preferred needs one node id (got {shown(nodes)})"
-    return f"unknown memory policy {shown(value)}: use {MEMORY_FORMS}"
+        (name, nodes), = value.items()
+        why = MEMORY[name].refusal(nodes) if name in MEMORY else None
+        if why:
+            return why
+    return f"unknown memory policy {shown(value)}: use {memory_forms()}"
 
 
 def _one_of_message(err):

@@ -11,7 +11,8 @@ memory   at the working-set footprint (the steady one the run settled on; for ki
          buffers are freed before the process exits, the peak), the share of the
          process's data pages on the nodes the policy allows: membind/preferred/
          interleave their nodes, local the nodes of the placement's CPUs; interleave
-         also evenly over its nodes (each within a tolerance of 1/k); and the pages'
+         also evenly over its nodes (each within a tolerance of 1/k), weighted-interleave
+         in the ratio of the kernel's weights the run recorded; and the pages'
          policy as numa_maps prints it must be the one asked for.
 
 Verdict per aspect and overall: ok | drift (with the numbers, in `reasons`) | unknown
@@ -28,11 +29,10 @@ from __future__ import annotations
 from numaplace.kinds import KINDS
 from numaplace.record.store import Record
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
+from numaplace.plan.launch import MEMORY_POLICIES
 
-# placement memory policy → numa_maps mode names that express it
-POLICY_MODES = {"local": ("local", "default"), "membind": ("bind",),
-                "interleave": ("interleave", "weighted interleave"),
-                "preferred": ("prefer", "prefer (many)")}
+# placement memory policy → numa_maps mode names that express it (each MemoryPolicy's own)
+POLICY_MODES = {m.name: m.modes for m in MEMORY_POLICIES.values()}
 
 
 # the thresholds a placement verdict is judged by (the fidelity section also holds the
@@ -92,7 +92,7 @@ def _observe_threads(threads, allowed_cpus, pinned):
     """Per thread: CPUs it ran on outside the placement, a mask reaching outside it, and
     with per-thread binding the CPU it is bound to (or its mask when it is not bound to
     one), and how many samples came before libgomp bound it."""
-    seen = {"outside": {}, "mask_outside": {}, "unbound": {}, "before_binding": {}, "bound_to": {}}
+    seen = {"outside": {}, "mask_outside": {}, "mask_lost": {}, "unbound": {}, "before_binding": {}, "bound_to": {}}
     for tid, t in threads.items():
         by_mask = t.get("by_allowed") or {t.get("allowed") or "": t["cpus"]}
         if pinned:
@@ -110,6 +110,9 @@ def _observe_threads(threads, allowed_cpus, pinned):
             m = set(parse_cpulist(mask)) if mask else None
             if m is not None and m - allowed_cpus:
                 seen["mask_outside"][tid] = mask
+            # a cpuset or an outer mask that took planned CPUs away: the threads shared fewer CPUs
+            if m is not None and not pinned and allowed_cpus - m:
+                seen["mask_lost"][tid] = mask
             if pinned:
                 if m is None or len(m) != 1:
                     seen["unbound"][tid] = mask or "?"
@@ -129,6 +132,10 @@ def _thread_findings(seen, cpus, out):
         out["mask_outside"] = seen["mask_outside"]
         reasons.append("threads allowed outside CPUs " + format_cpulist(cpus) + ": " +
                        ", ".join(f"tid {t} mask {m}" for t, m in seen["mask_outside"].items()))
+    if seen["mask_lost"]:
+        out["mask_lost"] = seen["mask_lost"]
+        reasons.append("threads' mask lost planned CPUs " + format_cpulist(cpus) + ": " +
+                       ", ".join(f"tid {t} mask {m}" for t, m in seen["mask_lost"].items()))
     if seen["unbound"]:
         out["unbound"] = seen["unbound"]
         reasons.append("threads not bound to one CPU: " +
@@ -154,6 +161,7 @@ def _memory(rec, nodes_of_cpus, cfg):
     by_node = {int(n): b for n, b in judged["data_bytes"].items()}
     total = sum(by_node.values())
     policy = p["memory"]
+    spread = MEMORY_POLICIES[policy].spread if policy in MEMORY_POLICIES else ""
     if policy == "local":
         allowed = set(nodes_of_cpus)
     else:
@@ -178,12 +186,24 @@ def _memory(rec, nodes_of_cpus, cfg):
         if full:
             out["spill"] = True
             reasons.append(full)
-    if policy == "interleave" and len(allowed) > 1:
+    unweighed = None
+    if spread == "even" and len(allowed) > 1:
         reasons += _interleave_evenness(by_node, total, allowed, shown, cfg, out)
+    elif spread == "weighted" and len(allowed) > 1:
+        weights = (rec.system.get("weighted_interleave") or {})
+        if all(str(n) in weights for n in allowed):
+            reasons += _weighted_evenness(by_node, total, {n: weights[str(n)] for n in allowed},
+                                          shown, cfg, out)
+        else:
+            unweighed = ("the kernel's weighted-interleave weights of node(s) "
+                         f"{format_cpulist(n for n in allowed if str(n) not in weights)} were not recorded "
+                         "(record field system.weighted_interleave): the share per node is not judged")
     if judged.get("policies"):
         reasons += _policy_share(judged["policies"], p, cfg, out)
     if reasons:
         out["verdict"], out["reasons"] = "drift", reasons
+    elif unweighed:
+        out["verdict"], out["reason"] = "unknown", unweighed
     else:
         out["verdict"] = "ok"
     return out
@@ -250,6 +270,25 @@ def _interleave_evenness(by_node, total, allowed, shown, cfg, out):
     if dev > tol:
         return [f"interleave over {len(allowed)} nodes is uneven: per node {shown} "
                 f"(expected {_pct(even)} ± {_pct(tol)})"]
+    return []
+
+
+def _weighted_evenness(by_node, total, weights, shown, cfg, out):
+    """Weighted interleave: each node's share within the tolerance of its weight's share
+    (weights as the kernel had them when the run started, record system.weighted_interleave)."""
+    whole = sum(weights.values())
+    expected = {n: w / whole for n, w in sorted(weights.items())}
+    dev = max(abs(by_node.get(n, 0) / total - e) for n, e in expected.items())
+    tol = cfg["interleave_tolerance"] + cfg["interleave_slack_bytes"] / total
+    out["weights"] = {str(n): w for n, w in sorted(weights.items())}
+    out["expected_distribution"] = {str(n): round(e, 4) for n, e in expected.items()}
+    out["interleave_max_deviation"] = round(dev, 4)
+    out["interleave_tolerance"] = round(tol, 4)
+    if dev > tol:
+        want = " ".join(f"N{n}={_pct(e)}" for n, e in expected.items())
+        ratio = ":".join(str(w) for _, w in sorted(weights.items()))
+        return [f"weighted interleave over {len(weights)} nodes is off its weights {ratio}: per node {shown} "
+                f"(expected {want} ± {_pct(tol)})"]
     return []
 
 

@@ -85,6 +85,11 @@ class Kind:
         """Peak resident MiB of one run of class cls, or None when its args decide."""
         return None
 
+    def fit_args(self, args, placements, topo):
+        """(args, notes): the experiment's args sized for this machine, and one plan line
+        per change (a buffer stepped down so the run fits its node); unchanged by default."""
+        return args, []
+
     def check_args(self, args, benches, placements, topo, config, where, entry):
         """Refuse (ConfigError) an experiment's args this kind would not take (only kinds
         that take args get any: numaplace.plan.study.check_memory_experiment)."""

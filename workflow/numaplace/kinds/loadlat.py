@@ -22,7 +22,8 @@ from numaplace.kinds.memory import record_rows
 from numaplace.core.cpulist import format_cpulist
 from numaplace.core.text import counted
 from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _bytes_text,
-                                        _choice, _stride, _whole, machine_memory, named_size)
+                                        _choice, _stride, _whole, machine_memory, named_size, parse_args,
+                                        parse_sizes)
 
 MAX_DELAYS = 64                     # loadlat.c's
 MAX_DELAY = 100_000_000
@@ -95,6 +96,45 @@ class LoadLat(MicroBench):
         reps = int(args[args.index("--reps") + 1]) if "--reps" in args and args.index("--reps") + 1 < len(args) else 5
         return 2.0 + (1 + delays) * (reps + 1) * 0.13
 
+    def fit_args(self, args, placements, topo):
+        """A named size (DRAM...) whose buffers, one per thread, would take more than half of
+        the node they land on is stepped down to the largest size that fits there, for every
+        placement of the experiment alike (their curves stay comparable); said in the plan.
+        Sized from the topology's own caches and memory, so a platform file detected on a
+        machine plans as platform auto does on it."""
+        args = list(args)
+        if "--sizes" not in args or args.index("--sizes") + 1 >= len(args):
+            return tuple(args), []
+        at = args.index("--sizes") + 1
+        try:
+            opts, _ = parse_args(args, [self.name], "", "")
+        except ConfigError:
+            return tuple(args), []            # check_args names what is wrong
+        land = []                             # (bytes the buffers may take, threads, placement)
+        for p in placements:
+            own = opts.get("--load-memory") == "own" and p.memory.policy != "membind"
+            nodes = p.memory.nodes if p.memory.policy == "membind" else () if own else \
+                (topo.node_of(p.cpus[0]),) if p.memory.policy == "local" else ()
+            bound = sum(topo.memory_mb.get(n, 0) for n in nodes) << 20
+            if bound:
+                land.append((bound // 2, p.threads, p, nodes))
+        if not land:
+            return tuple(args), []
+        fit = min(b // t for b, t, _, _ in land) >> 20 << 20
+        items, notes = [], []
+        for text, size in parse_sizes(args[at]):
+            named = topo.named_size(text) if size is None else None
+            if named and named > fit > 0:
+                b, t, p, nodes = min(land, key=lambda x: x[0] // x[1])
+                items.append(f"{fit >> 20}M")
+                notes.append(f"--sizes {text} stepped down to {fit >> 20} MiB a buffer: {counted(t, 'buffer')} of "
+                             f"{_bytes_text(named)} ({p.shape}) would take more than half of node "
+                             f"{format_cpulist(nodes)}'s {_bytes_text(2 * b)}")
+            else:
+                items.append(text)
+        args[at] = ",".join(items)
+        return tuple(args), notes
+
     def check_args(self, args, benches, placements, topo, config, where, entry):
         """Beyond what every micro-benchmark checks: a run holds one buffer per thread (the
         chain and one per loader), all of them on the chaser's node or its membind nodes
@@ -105,7 +145,7 @@ class LoadLat(MicroBench):
         from numaplace.core.schema import setting
         opts, at = parse_args(args, benches, where, entry)
         auto = setting("platform", config) == "auto"
-        sizes = [(text, size if size is not None else named_size(text) if auto else None)
+        sizes = [(text, size if size is not None else topo.named_size(text) or (named_size(text) if auto else None))
                  for text, size in opts.get("--sizes", [("DRAM", None)])]
         known = [(size, text) for text, size in sizes if size]
         if not known or not placements:

@@ -210,8 +210,13 @@ def _bytes_text(n):
 
 def machine_memory(topo, auto, meminfo="/proc/meminfo"):
     """(bytes, words naming it) of the memory one buffer must fit in, or None if the
-    platform does not say: this machine's MemTotal for platform auto, else the sum of
-    the platform's memory_mb."""
+    platform does not say: the sum of the nodes' memory (for platform auto their sysfs
+    MemTotal, only the nodes this process may use; /proc/meminfo without NUMA sysfs),
+    else the sum of the platform's memory_mb."""
+    mb = sum(topo.memory_mb.values())
+    if auto and mb > 0:              # the nodes' MemTotal, those this process may use
+        return mb << 20, (f"this machine's memory (MemTotal {_bytes_text(mb << 20)}"
+                          + (f" on the allowed nodes {format_cpulist(topo.memory_nodes)})" if topo.allowed else ")"))
     if auto:
         try:
             with open(meminfo) as f:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
-from numaplace.machine.topology import from_sysfs
+from numaplace.machine.topology import from_sysfs, process_allowed, read_caches as caches
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -31,31 +31,6 @@ def _read(path):
         return Path(path).read_text().strip()
     except OSError:
         return None
-
-
-def _size_kb(text):
-    """'32K' / '1024K' / '16M' (sysfs cache size) → kB."""
-    m = re.match(r"^(\d+)([KMG]?)$", text or "")
-    if not m:
-        return None
-    n, unit = int(m.group(1)), m.group(2)
-    return n // 1024 if not unit else n * {"K": 1, "M": 1024, "G": 1024 ** 2}[unit]
-
-
-def caches(cpu_root):
-    """[{level, type, size_kb, shared_cpus: [cpu lists]}] one entry per (level, type,
-    size), with every distinct set of CPUs sharing one such cache."""
-    found = {}
-    for idx in sorted(Path(cpu_root).glob("cpu[0-9]*/cache/index[0-9]*")):
-        level, kind = _read(idx / "level"), _read(idx / "type")
-        size, shared = _size_kb(_read(idx / "size")), _read(idx / "shared_cpu_list")
-        if not (level and kind and size and shared):
-            continue
-        key = (int(level), kind, size)
-        found.setdefault(key, set()).add(format_cpulist(parse_cpulist(shared)))
-    return [{"level": lv, "type": kind, "size_kb": size,
-             "shared_cpus": sorted(sets, key=lambda s: parse_cpulist(s)[0])}
-            for (lv, kind, size), sets in sorted(found.items())]
 
 
 def smt_siblings(cpu_root):
@@ -69,10 +44,13 @@ def smt_siblings(cpu_root):
 
 
 def _hwloc_cpuset(text):
-    """hwloc's cpuset '0x00000003,0xffffffff' (32-bit words, most significant first) → CPUs."""
+    """hwloc's cpuset '0x00000003,0xffffffff' (32-bit words, most significant first) → CPUs.
+    An empty word is a zero word ('0x000000ff,,,0x0', hwloc 2's XML); a leading '0xf...f'
+    (an infinite set, hwloc 1's allowed sets) counts as one full word."""
     bits = 0
     for word in text.split(","):
-        bits = (bits << 32) | int(word, 16)
+        word = word.strip()
+        bits = (bits << 32) | (0xffffffff if word == "0xf...f" else int(word or "0", 16))
     return [i for i in range(bits.bit_length()) if bits >> i & 1]
 
 
@@ -98,6 +76,26 @@ def _q(text):
     return json.dumps(text)          # a JSON string is a YAML double-quoted scalar
 
 
+def platform_body(name, description, nodes, memory_mb, distances, cache_list, smt):
+    """The platform file's lines after its header: name, description, launcher, nodes
+    ({node: [CPUs]}, in id order; [] is a memory-only node), distances (rows in node id
+    order, or None), caches and SMT siblings (numaplace platform detect and from-hwloc)."""
+    lines = [f"name: {name}", f"description: {_q(description)}", "launcher: numactl", "nodes:"]
+    for n in sorted(nodes):
+        cpus = format_cpulist(nodes[n])
+        note = "   # memory only" if not cpus else ""
+        lines.append(f"  - {{id: {n}, cpus: {_q(cpus)}, memory_mb: {memory_mb.get(n, 0)}}}{note}")
+    if distances:
+        lines.append("distances:")
+        lines += [f"  - [{', '.join(str(d) for d in row)}]" for row in distances]
+    lines.append("caches:" if cache_list else "caches: []")
+    for c in cache_list:
+        lines.append(f"  - {{level: {c['level']}, type: {c['type']}, size_kb: {c['size_kb']}, "
+                     f"shared_cpus: [{', '.join(_q(s) for s in c['shared_cpus'])}]}}")
+    lines.append(f"smt_siblings: [{', '.join(_q(s) for s in smt)}]")
+    return lines
+
+
 def detect(name, sys_root="/sys", use_hwloc=None):
     """The platform file's text for this machine (use_hwloc: default only on the live /sys)."""
     if not NAME.match(name or ""):
@@ -105,7 +103,9 @@ def detect(name, sys_root="/sys", use_hwloc=None):
                           f"{name!r}: use letters, digits, '_', '.', '-' (it names config/platforms/<name>.yaml)")
     node_root = Path(sys_root, "devices/system/node")
     cpu_root = Path(sys_root, "devices/system/cpu")
-    topo = from_sysfs(node_root, name)
+    topo = from_sysfs(node_root, name, allowed=False)        # the whole machine; the allocation apart
+    live = str(sys_root) == "/sys"
+    limited = topo.restrict(*process_allowed()) if live else topo
     numa_sysfs = any(node_root.glob("node[0-9]*"))
     cache_list, smt = caches(cpu_root), smt_siblings(cpu_root)
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -142,19 +142,12 @@ def detect(name, sys_root="/sys", use_hwloc=None):
     head.append("Check it, then save as config/platforms/<name>.yaml; a study names it as `platform: <name>`.")
 
     lines = [f"# {h}" if h else "#" for h in head]
-    lines += [f"name: {name}",
-              f"description: {_q(f'{socket.gethostname()}: {len(topo.nodes)} NUMA nodes, {len(topo.cpus)} CPUs (detected)')}",
-              "launcher: numactl", "nodes:"]
-    for n in topo.node_ids:
-        cpus = format_cpulist(topo.nodes[n])
-        note = "   # memory only" if not cpus else ""
-        lines.append(f"  - {{id: {n}, cpus: {_q(cpus)}, memory_mb: {topo.memory_mb.get(n, 0)}}}{note}")
-    if topo.distances:
-        lines.append("distances:")
-        lines += [f"  - [{', '.join(str(d) for d in row)}]" for row in topo.distances]
-    lines.append("caches:" if cache_list else "caches: []")
-    for c in cache_list:
-        lines.append(f"  - {{level: {c['level']}, type: {c['type']}, size_kb: {c['size_kb']}, "
-                     f"shared_cpus: [{', '.join(_q(s) for s in c['shared_cpus'])}]}}")
-    lines.append(f"smt_siblings: [{', '.join(_q(s) for s in smt)}]")
+    lines += platform_body(name, f"{socket.gethostname()}: {len(topo.nodes)} NUMA nodes, {len(topo.cpus)} CPUs (detected)",
+                           topo.nodes, topo.memory_mb, topo.distances, cache_list, smt)
+    if limited.allowed:
+        a = limited.allowed
+        lines += [f"# this process may use only part of the machine ({a['source']}): plans stay inside it;",
+                  "# delete these lines to plan for the whole machine",
+                  f"allowed: {{cpus: {_q(format_cpulist(a['cpus']))}, nodes: {_q(format_cpulist(a['nodes']))}, "
+                  f"source: {_q(a['source'])}}}"]
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ numbering is never assumed contiguous per node.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,9 @@ class Topology:
     description: str = ""
     cluster: dict = field(default_factory=dict)     # scheduler settings (profiles)
     siblings: dict = field(default_factory=dict)    # CPU → its core's hardware threads (SMT only)
+    caches: list = field(default_factory=list)      # [{level, type, size_kb, shared_cpus}] (sizes named DRAM, LLC...)
+    allowed: dict = field(default_factory=dict)     # what the process may use, when less than the machine:
+    #   {"cpus": [...], "nodes": [...], "source": "cpuset" | "affinity mask", "machine_nodes": n, "machine_cpus": n}
 
     @property
     def node_ids(self):
@@ -55,6 +59,74 @@ class Topology:
         """The nodes that have memory (memory_mb 0, or no memory_mb in a platform file: none)."""
         return [n for n in self.node_ids if self.memory_mb.get(n, 1) != 0]
 
+    @property
+    def memory_only_nodes(self):
+        """Nodes with memory and no CPUs (CXL expanders, HBM in flat mode, GPU memory; or, in
+        an allocation, a node whose memory the job may use but none of its CPUs)."""
+        return [n for n in self.memory_nodes if not self.nodes[n]]
+
+    def node_kind(self, node):
+        """'cpus and memory' | 'memory only' | 'cpus only' (a memory-less node)."""
+        if not self.nodes[node]:
+            return "memory only"
+        return "cpus and memory" if node in self.memory_nodes else "cpus only"
+
+    def nodes_words(self):
+        """How many nodes of which kind, for the plan's and the answer's head:
+        '3 NUMA nodes (2 with CPUs, 1 memory only)'."""
+        total, cpu, mem_only = len(self.node_ids), len(self.cpu_nodes), len(self.memory_only_nodes)
+        text = f"{total} NUMA node" + ("" if total == 1 else "s")
+        if mem_only or cpu != total:
+            text += f" ({cpu} with CPUs, {mem_only} memory only)"
+        return text
+
+    def restriction_words(self):
+        """'restricted to CPUs 2-5 and nodes 1-2 of 4 nodes (cpuset)', or '' for the whole machine."""
+        a = self.allowed
+        if not a:
+            return ""
+        n = a["machine_nodes"]
+        return (f"restricted to CPUs {format_cpulist(a['cpus'])} and node{'s' * (len(a['nodes']) > 1)} "
+                f"{format_cpulist(a['nodes'])} of {n} node{'s' * (n > 1)} ({a['source']})")
+
+    def allocation_words(self):
+        """'this allocation has 4 cores (CPUs 2-5, cpuset)', for what does not fit in it."""
+        a, cores = self.allowed, len(self.cores())
+        return (f"this allocation has {cores} core{'s' * (cores != 1)} (CPUs {format_cpulist(a['cpus'])}, "
+                f"{a['source']})")
+
+    def named_size(self, name, cpu=None):
+        """Bytes of a size name (DRAM, LLC, L2, L1) from the caches this topology holds, as
+        the micro-benchmarks resolve it on the machine (mb_parse_sizes: DRAM = 4 x every
+        last-level cache once, the others half of that cache of `cpu`), or None unknown;
+        the same on `auto` and on the platform file detected from the same machine."""
+        data = [c for c in self.caches if c.get("type") in ("Data", "Unified")]
+        if not data:
+            return None
+        top = max(c["level"] for c in data)
+        if name == "DRAM":
+            return 4 * sum(c["size_kb"] * 1024 * len(c["shared_cpus"]) for c in data if c["level"] == top)
+        level = {"L1": 1, "L2": 2, "LLC": top}.get(name)
+        cpu = self.cpus[0] if cpu is None and self.cpus else cpu
+        mine = [c["size_kb"] * 1024 for c in data if c["level"] == level
+                and any(cpu in parse_cpulist(s) for s in c["shared_cpus"])]
+        return mine[0] // 2 if mine else None
+
+    def outside_allocation(self, cpus=(), nodes=()):
+        """Why CPUs and nodes that the machine has are not for this process: '' when
+        they all are, or not on the machine at all (the caller's error)."""
+        a = self.allowed
+        if not a:
+            return ""
+        cpus = [c for c in cpus if c in a["machine_cpu_ids"] and c not in a["cpus"]]
+        nodes = [n for n in nodes if n in a["machine_node_ids"] and n not in a["nodes"]]
+        what = ([f"CPU {format_cpulist(cpus)}"] if cpus else []) + ([f"node {format_cpulist(nodes)}"] if nodes else [])
+        return (" and ".join(what) + " outside this allocation (CPUs " + format_cpulist(a["cpus"]) +
+                ", memory nodes " + format_cpulist(a["nodes"]) + f", {a['source']})") if what else ""
+
+    def node_sizes_differ(self, smt=False):
+        return len({len(self.node_cpus(n, smt)) for n in self.cpu_nodes}) > 1
+
     def node_of(self, cpu):
         # a map made once: placements of thousands of CPUs ask for every CPU
         if self.__dict__.get("_node_of_key") != id(self.nodes):
@@ -73,7 +145,33 @@ class Topology:
                 "launcher": self.launcher,
                 "nodes": {str(n): format_cpulist(c) for n, c in sorted(self.nodes.items())},
                 "memory_mb": {str(n): m for n, m in sorted(self.memory_mb.items())},
-                "distances": self.distances}
+                "distances": self.distances,
+                **({"allowed": {"cpus": format_cpulist(self.allowed["cpus"]),
+                                "nodes": format_cpulist(self.allowed["nodes"]),
+                                "source": self.allowed["source"]}} if self.allowed else {})}
+
+    def restrict(self, cpus, mems, source):
+        """The machine as a process allowed `cpus` and memory on `mems` sees it: every node
+        keeps only its allowed CPUs; a node whose memory is not allowed has none (memory_mb
+        0: never a memory target); a node with neither is gone. Node ids stay the machine's,
+        so a plan names the nodes numactl and the kernel know."""
+        cpus, mems = set(cpus), set(self.node_ids if mems is None else mems)
+        if cpus >= set(self.cpus) and mems >= set(self.node_ids):
+            return self
+        keep = [n for n in self.node_ids if n in mems or cpus & set(self.nodes[n])]
+        idx = {n: i for i, n in enumerate(self.node_ids)}
+        dist = [[self.distances[idx[a]][idx[b]] for b in keep] for a in keep] if self.distances else None
+        siblings = {}
+        for c, sib in self.siblings.items():
+            mine = tuple(x for x in sib if x in cpus)
+            if c in cpus and len(mine) > 1:
+                siblings[c] = mine
+        return Topology(self.name, {n: [c for c in self.nodes[n] if c in cpus] for n in keep},
+                        {n: (self.memory_mb.get(n, 0) if n in mems else 0) for n in keep}, dist,
+                        self.launcher, self.description, self.cluster, siblings, self.caches,
+                        {"cpus": sorted(cpus & set(self.cpus)), "nodes": sorted(mems & set(self.node_ids)),
+                         "source": source, "machine_nodes": len(self.node_ids), "machine_cpus": len(self.cpus),
+                         "machine_node_ids": self.node_ids, "machine_cpu_ids": self.cpus})
 
     def automorphisms(self, limit=None):
         """Node permutations that keep the distance matrix (and CPU counts) unchanged.
@@ -110,14 +208,86 @@ class Topology:
         return found
 
 
+def _read_text(path):
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _size_kb(text):
+    """'32K' / '1024K' / '16M' (sysfs cache size) → kB."""
+    m = re.match(r"^(\d+)([KMG]?)$", text or "")
+    if not m:
+        return None
+    n, unit = int(m.group(1)), m.group(2)
+    return n // 1024 if not unit else n * {"K": 1, "M": 1024, "G": 1024 ** 2}[unit]
+
+
+def read_caches(cpu_root):
+    """[{level, type, size_kb, shared_cpus: [cpu lists]}] one entry per (level, type,
+    size), with every distinct set of CPUs sharing one such cache."""
+    found = {}
+    for idx in sorted(Path(cpu_root).glob("cpu[0-9]*/cache/index[0-9]*")):
+        level, kind = _read_text(idx / "level"), _read_text(idx / "type")
+        size, shared = _size_kb(_read_text(idx / "size")), _read_text(idx / "shared_cpu_list")
+        if not (level and kind and size and shared):
+            continue
+        key = (int(level), kind, size)
+        found.setdefault(key, set()).add(format_cpulist(parse_cpulist(shared)))
+    return [{"level": lv, "type": kind, "size_kb": size,
+             "shared_cpus": sorted(sets, key=lambda s: parse_cpulist(s)[0])}
+            for (lv, kind, size), sets in sorted(found.items())]
+
+
 def _node_sysfs(path):
     return int(path.name[4:])
 
 
-def from_sysfs(root=SYSFS_NODES, name="auto"):
-    """The running machine's topology; a machine without NUMA sysfs is one node."""
-    import os
+def process_allowed(status="/proc/self/status", cgroup="/proc/self/cgroup", cgroup_root="/sys/fs/cgroup"):
+    """(CPUs, memory nodes, source) this process may use: sched_getaffinity and
+    Mems_allowed_list; source 'cpuset' when its cgroup's effective cpuset is what limits it
+    (a Slurm job, a container), else 'affinity mask' (taskset, numactl, a launcher)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    mems, source = None, "affinity mask"
+    try:
+        text = Path(status).read_text()
+        m = re.search(r"^Mems_allowed_list:\s*(\S+)", text, re.M)
+        mems = parse_cpulist(m.group(1)) if m else None
+        path = next((line.split(":", 2)[2] for line in Path(cgroup).read_text().splitlines()
+                     if line.startswith("0::")), None)
+        if path is not None:
+            eff = Path(cgroup_root, path.lstrip("/"), "cpuset.cpus.effective")
+            if eff.exists() and parse_cpulist(eff.read_text().strip()) == cpus:
+                mem_eff = Path(cgroup_root, path.lstrip("/"), "cpuset.mems.effective")
+                online = Path("/sys/devices/system/cpu/online")
+                limited = online.exists() and parse_cpulist(online.read_text().strip()) != cpus
+                if limited or (mems is not None and mem_eff.exists() and path.strip("/")):
+                    source = "cpuset"
+    except (OSError, ValueError):
+        pass
+    return cpus, mems, source
+
+
+def from_sysfs(root=SYSFS_NODES, name="auto", allowed=None):
+    """The running machine's topology; a machine without NUMA sysfs is one node.
+
+    On the live sysfs it is the machine as this process may use it (process_allowed:
+    a taskset mask, a Slurm job's or a container's cpuset), so a plan never names a CPU
+    or node the job cannot have; allowed=False gives the whole machine (platform
+    detect), a (cpus, mems, source) tuple another allocation (tests)."""
     root = Path(root)
+    if allowed is None:
+        allowed = process_allowed() if root == SYSFS_NODES else False
+    topo = _whole_from_sysfs(root, name)
+    if allowed:
+        cpus, mems, source = allowed
+        topo = topo.restrict(cpus, topo.node_ids if mems is None else mems, source)
+    return topo
+
+
+def _whole_from_sysfs(root, name):
+    caches = read_caches(root.parent / "cpu")
     nodes, mem = {}, {}
     for d in sorted(root.glob("node[0-9]*"), key=_node_sysfs):
         n = _node_sysfs(d)
@@ -129,7 +299,7 @@ def from_sysfs(root=SYSFS_NODES, name="auto"):
     if not nodes:
         nodes = {0: sorted(os.sched_getaffinity(0))}
         mem = {0: os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20}
-        return Topology(name, nodes, mem, None, description="no NUMA sysfs: one node")
+        return Topology(name, nodes, mem, None, description="no NUMA sysfs: one node", caches=caches)
     siblings = {}
     for c in (c for cs in nodes.values() for c in cs):
         f = root.parent / "cpu" / f"cpu{c}" / "topology" / "thread_siblings_list"
@@ -142,7 +312,7 @@ def from_sysfs(root=SYSFS_NODES, name="auto"):
         distances.append([int(x) for x in f.read_text().split()] if f.exists() else [])
     if any(len(r) != len(nodes) for r in distances):
         distances = None
-    return Topology(name, nodes, mem, distances, description="read from sysfs", siblings=siblings)
+    return Topology(name, nodes, mem, distances, description="read from sysfs", siblings=siblings, caches=caches)
 
 
 def platform_path(name, config_dir):
@@ -192,8 +362,21 @@ def load_platform(path, limits=None):
         if unknown:
             raise ConfigError(where, f"smt_siblings[{i}]", f"CPU {format_cpulist(unknown)} is in no node")
         siblings.update({c: sib for c in sib} if len(sib) > 1 else {})
-    return Topology(data["name"], nodes, mem, dist, data.get("launcher", "numactl"),
-                    data.get("description", ""), cluster, siblings)
+    topo = Topology(data["name"], nodes, mem, dist, data.get("launcher", "numactl"),
+                    data.get("description", ""), cluster, siblings, list(data.get("caches") or []))
+    allowed = data.get("allowed")
+    if allowed:
+        cpus = parse_cpulist(allowed["cpus"], where, "allowed.cpus")
+        mems = parse_cpulist(allowed["nodes"], where, "allowed.nodes") if allowed.get("nodes") else topo.node_ids
+        unknown = [c for c in cpus if c not in seen]
+        if unknown or not cpus:
+            raise ConfigError(where, "allowed.cpus", f"CPU {format_cpulist(unknown)} is in no node" if unknown
+                              else "no CPU allowed")
+        unknown = [n for n in mems if n not in nodes]
+        if unknown:
+            raise ConfigError(where, "allowed.nodes", f"node {format_cpulist(unknown)} is not in the nodes list")
+        topo = topo.restrict(cpus, mems, allowed.get("source", "allocation"))
+    return topo
 
 
 def _check_matrix(dist, n, where, key):

@@ -10,7 +10,7 @@ from numaplace import ConfigError
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
 from numaplace.plan import memory_specs
 from numaplace.plan.launch import LAUNCHERS
-from numaplace.plan.placement import (MEMORY_SPECS, Memory, NotApplicable, compact, finish, layout_cpus,
+from numaplace.plan.placement import (MEMORY_SPECS, Memory, NotApplicable, SameAs, compact, finish, layout_cpus,
                                       node_choices, nodes_phrase, per_node, resolve_count, spread)
 
 
@@ -21,6 +21,9 @@ def expand_spec(spec, topo, where, entry):
     if "cpus" in spec:
         cpus = parse_cpulist(spec["cpus"], where, entry + ".cpus")
         bad = [c for c in cpus if topo.node_of(c) is None]
+        outside = topo.outside_allocation(cpus=bad)
+        if outside:
+            raise NotApplicable(f"cpus {format_cpulist(cpus)}: {outside}")
         if bad:
             raise ConfigError(where, entry + ".cpus", f"CPU {format_cpulist(bad)} is not in platform "
                               f"{topo.name} (CPUs {format_cpulist(topo.cpus)})")
@@ -63,6 +66,9 @@ def expand_spec(spec, topo, where, entry):
         every = sorted(topo.cpus)
         for count in spec["unpinned"]:
             t = resolve_count(count, topo, spec.get("smt", False))
+            if t > len(every) and topo.allowed:
+                out.append(NotApplicable(f"unpinned {count}: {topo.allocation_words()}"))
+                continue
             if t > len(every):
                 raise ConfigError(where, f"{entry}.unpinned", f"{t} threads but platform {topo.name} "
                                   f"has {len(every)} CPUs")
@@ -80,8 +86,11 @@ def expand_spec(spec, topo, where, entry):
             t = resolve_count(count, topo, smt)
             k = per_node(count)
             if t > cores or (k and any(len(topo.node_cpus(n, smt)) < k for n in topo.cpu_nodes)):
-                if isinstance(count, int):
+                if isinstance(count, int) and not topo.allowed:
                     raise ConfigError(where, f"{entry}.{kind}", f"{t} threads but platform {topo.name} has {cores} {unit}")
+                if isinstance(count, int):    # the machine has them; this job does not
+                    out.append(NotApplicable(f"{kind} {count}: {topo.allocation_words()}"))
+                    continue
                 out.append(NotApplicable(f"{kind} {count} needs {t} threads, {k or t} on a node; platform "
                                          f"{topo.name} has {cores} {unit.split(' (')[0]}"))
                 continue
@@ -103,10 +112,11 @@ def expand_spec(spec, topo, where, entry):
     return out
 
 
-def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
+def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None, notes=None):
     """All concrete placements of one experiment (specs × memory policies × bindings).
     What cannot exist on this machine is left out, with one line per spec and memory
-    target appended to not_applicable ("<entry>: not applicable here: <why>")."""
+    target appended to not_applicable ("<entry>: not applicable here: <why>"); what was
+    decided for this machine (a sampled matrix) appended to notes."""
     def skip(e, why):
         line = f"{e}: not applicable here: {why}"
         if not_applicable is not None and line not in not_applicable:
@@ -121,6 +131,9 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
         e = f"{entry}.placements[{i}]"
         if MEMORY_SPECS & set(spec):      # memory micro-benchmark cells
             cells = memory_specs.expand(spec, topo, where, e)
+            sampled = memory_specs.sampled_note(spec, topo, where, e)
+            if sampled and notes is not None and sampled not in notes:
+                notes.append(sampled)
             if any(m for *_, m in cells) and exp.get("memory"):
                 raise ConfigError(where, e, "matrix via membind sets each cell's memory policy itself: "
                                   "drop the experiment's memory list")
@@ -152,8 +165,14 @@ def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None):
             thread_nodes = [master] + sorted({topo.node_of(c) for c in cpus} - {master})
             for j, mspec in enumerate(memories if cell_memory is None else ["cell"]):
                 mem_entry = f"{entry}.memory[{j}]" if exp.get("memory") else "memory"
+                why = launcher.not_applicable(next(iter(mspec)) if isinstance(mspec, dict) else "local", topo)
+                if why:             # the kernel or numactl lacks the policy: one line per memory entry
+                    skip(f"{entry}.memory[{j}]" if exp.get("memory") else f"memory[{j}]", why)
+                    continue
                 try:
                     mems = [cell_memory] if cell_memory else Memory.resolve(mspec, thread_nodes, topo, where, mem_entry)
+                except SameAs:
+                    continue
                 except NotApplicable as why:
                     skip(f"{mem_entry if exp.get('memory') else entry + ' memory[' + str(j) + ']'} for {shape}", why)
                     continue

@@ -9,23 +9,103 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from numaplace.core.cpulist import format_cpulist
-from numaplace.core.schema import register_words
+from numaplace.core.schema import register_memory, register_words
 
 
 @dataclass(frozen=True)
 class MemoryPolicy:
+    """One memory policy: its study word and id code, how numactl expresses it, what
+    numa_maps prints for its pages, how fidelity judges where they went, and what the
+    kernel and numactl must be for it to exist."""
     name: str                   # the study's word (memory: local | {<name>: nodes})
     short: str                  # its part of a placement id
     numactl: str                # numactl's option ({nodes}: the policy's node list)
     words: tuple = ()           # portable node words it takes (numaplace.plan.placement)
+    takes: str = "nodes"        # what the study gives it: "" (nothing), "node" (one id), "nodes"
+    modes: tuple = ()           # numa_maps mode names of pages placed under it (judge.fidelity)
+    spread: str = ""            # how its pages spread over its nodes: "" | "even" | "weighted"
+    kernel: tuple = ()          # the first Linux version that has it, e.g. (6, 9)
+    numactl_since: str = ""     # the first numactl that has its option, e.g. "2.0.19"
+    what: str = ""              # the policy in words, for a not-applicable line
+
+    @property
+    def option(self):
+        """numactl's long option, without its value ('--weighted-interleave')."""
+        return self.numactl.split("=")[0]
+
+    @property
+    def form(self):
+        """How a study writes it (for messages)."""
+        return f"{{{self.name}: {self.takes}}}" if self.takes else self.name
+
+    def schema(self, node_ref="#/$defs/node", nodelist_ref="#/$defs/nodelist"):
+        """Its branch of the study schema's `memory` oneOf."""
+        if not self.takes:
+            return {"const": self.name}
+        value = [{"$ref": node_ref if self.takes == "node" else nodelist_ref}]
+        if self.words:
+            value.append({"enum": list(self.words)})
+        return {"type": "object", "additionalProperties": False, "required": [self.name],
+                "properties": {self.name: {"anyOf": value}}}
+
+    def refusal(self, value):
+        """What is wrong with `{name: value}` that its schema refused (one line), or None
+        for a policy that takes no value (then the mapping is an unknown policy)."""
+        from numaplace.core.loader import shown
+        if not self.takes:
+            return None
+        if self.takes == "node":
+            return f"{self.name} needs one node id (got {shown(value)})"
+        if isinstance(value, list) and len(set(map(repr, value))) < len(value):
+            dup = next(n for i, n in enumerate(value) if n in value[:i])
+            return f"{self.name} lists node {shown(dup)} twice"
+        if self.spread == "weighted" and isinstance(value, dict):
+            return (f"{self.name} takes nodes only and interleaves by the kernel's weights "
+                    f"(/sys/kernel/mm/mempolicy/weighted_interleave/node<N>, set by root); "
+                    f"explicit weights are not supported (got {shown(value)})")
+        return f"{self.name} needs a non-empty list of node ids, or a node list like '0-3' " \
+               f"(got {shown(value)})"
+
+    def missing_here(self, release=None):
+        """None where the running kernel has this policy, else why not (one line)."""
+        if not self.kernel:
+            return None
+        from numaplace.machine import mempolicy
+        release = release or mempolicy.kernel_release()
+        have = mempolicy.version_tuple(release)
+        if have and have < self.kernel:
+            return (f"kernel {mempolicy.short_release(release)} has no {self.what} "
+                    f"({'.'.join(map(str, self.kernel))}+)")
+        return None
+
+    def facts(self):
+        """What a run under this policy records of the machine (record field `system`)."""
+        if self.spread != "weighted":
+            return {}
+        from numaplace.machine import mempolicy
+        weights, auto = mempolicy.weighted_interleave_weights()
+        return {"weighted_interleave": weights, "weighted_interleave_auto": auto}
 
 
 MEMORY_POLICIES = {m.name: m for m in (
-    MemoryPolicy("local", "loc", "--localalloc"),
-    MemoryPolicy("interleave", "il", "--interleave={nodes}", ("all",)),
-    MemoryPolicy("membind", "mb", "--membind={nodes}", ("nearest", "farthest", "each-distance")),
-    MemoryPolicy("preferred", "pr", "--preferred={nodes}", ("nearest", "farthest")),
+    MemoryPolicy("local", "loc", "--localalloc", takes="", modes=("local", "default")),
+    MemoryPolicy("interleave", "il", "--interleave={nodes}", ("all", "cpu-nodes"),
+                 modes=("interleave", "weighted interleave"), spread="even"),
+    MemoryPolicy("membind", "mb", "--membind={nodes}", ("nearest", "farthest", "each-distance"),
+                 modes=("bind",)),
+    MemoryPolicy("preferred", "pr", "--preferred={nodes}", ("nearest", "farthest"), takes="node",
+                 modes=("prefer", "prefer (many)")),
+    # Linux 6.9 (MPOL_WEIGHTED_INTERLEAVE), numactl 2.0.19: pages go to the nodes in the
+    # ratio of the kernel's per-node weights (sysfs, root's to set; recorded with the run)
+    MemoryPolicy("weighted-interleave", "wi", "--weighted-interleave={nodes}", ("all",),
+                 modes=("weighted interleave",), spread="weighted", kernel=(6, 9),
+                 numactl_since="2.0.19", what="weighted interleave"),
+    # Linux 5.15 (MPOL_PREFERRED_MANY), numactl 2.0.15: any of the nodes first, then others
+    MemoryPolicy("preferred-many", "pm", "--preferred-many={nodes}",
+                 modes=("prefer (many)",), kernel=(5, 15), numactl_since="2.0.15",
+                 what="preferred-many memory policy"),
 )}
+
 
 # Variables that would change the measurement if inherited from the caller's shell.
 SCRUBBED_ENV = ("OMP_", "GOMP_", "KMP_", "NPB_TIMER_FLAG", "NUMAPLACE_")   # numaplace's own never reach a benchmark
@@ -61,6 +141,12 @@ class Launcher:
     def env(self, p):
         return omp_env(p)
 
+    def not_applicable(self, policy, topo):
+        """None, or why memory policy `policy` cannot be had here with this launcher (the
+        plan leaves its placements out with that line). Only `platform: auto` is asked:
+        a named platform is planned elsewhere, and this machine's kernel says nothing of it."""
+        return None
+
     def probe(self, p):
         """A command that applies the placement to `true`: fails where the placement
         cannot be applied on this machine (numactl refusing a node, an offline CPU)."""
@@ -94,6 +180,16 @@ class Numactl(Launcher):
         if p.memory.policy == "preferred" and len(p.memory.nodes) != 1:
             return "numactl --preferred takes exactly one node"
 
+    def not_applicable(self, policy, topo):
+        m = MEMORY_POLICIES[policy]
+        if topo.name != "auto" or not (m.kernel or m.numactl_since):
+            return None
+        why = m.missing_here()
+        if why is None and m.numactl_since:
+            from numaplace.machine.mempolicy import numactl_has
+            why = numactl_has(m.option, m.numactl_since)
+        return why
+
 
 class Aprun(Launcher):
     """Cray ALPS: one process with N threads bound in order to the -cc CPU list."""
@@ -103,8 +199,10 @@ class Aprun(Launcher):
     on_measured_node = False       # ALPS starts the process on a compute node
 
     def cannot_express(self, p):
-        if p.memory.policy != "local":
-            return "aprun has no interleave/membind/preferred control (only first touch)"
+        if p.memory.policy != "local":      # ALPS places memory by first touch only
+            what = "interleave/membind/preferred" if p.memory.policy in ("interleave", "membind", "preferred") \
+                else p.memory.policy
+            return f"aprun has no {what} control (only first touch)"
         if p.binding != "threads":
             return "aprun -cc binds every thread to one CPU of the list: use binding threads"
 
@@ -141,3 +239,4 @@ def command(p, binary):
     return launcher.argv(p, binary), launcher.env(p)
 register_words("launcher", LAUNCHERS)
 register_words("memory_policy", MEMORY_POLICIES)
+register_memory(MEMORY_POLICIES)

@@ -29,26 +29,38 @@ from numaplace.core.cpulist import format_cpulist, parse_cpulist
 from numaplace.plan.placement import Memory, resolve_count
 
 
-def _nodes(value, topo, where, entry):
-    usable = [n for n in topo.node_ids if topo.nodes[n]]
+def _nodes(value, topo, where, entry, memory=False):
+    """Reader nodes (with CPUs) or, with memory, memory nodes: every node with memory this
+    process may use, memory-only ones (CXL, HBM, GPU memory) included."""
+    usable = topo.memory_nodes if memory else topo.cpu_nodes
+    what = "a node with memory" if memory else "a node with CPUs"
     if value in (None, "all"):
         return usable
     nodes = value if isinstance(value, list) else parse_cpulist(str(value), where, entry)
     for n in nodes:
         if n not in usable:
-            raise ConfigError(where, entry, f"node {n} is not a node with CPUs in platform {topo.name} "
-                              f"(nodes {format_cpulist(usable)})")
+            if memory and n in topo.nodes:
+                raise ConfigError(where, entry, f"node {n} of platform {topo.name} has no memory"
+                                  + (" this process may use" if topo.allowed else ""))
+            outside = topo.outside_allocation(nodes=[n])
+            raise ConfigError(where, entry, f"node {n} is not {what} in platform {topo.name} "
+                              f"(nodes {format_cpulist(usable)})" + (f": {outside}" if outside else ""))
     return list(nodes)
 
 
 def _cpus(value, topo, where, entry):
+    """CPUs of a sweep or contention: all = every physical core (one hardware thread per
+    core, as every other experiment counts), first = the first core this process may use."""
     if value in (None, "all"):
-        return list(topo.cpus)
+        return list(topo.cores())
+    if value == "first":
+        return [topo.cores()[0]]
     cpus = [value] if isinstance(value, int) else parse_cpulist(str(value), where, entry)
     bad = [c for c in cpus if topo.node_of(c) is None]
     if bad:
+        outside = topo.outside_allocation(cpus=bad)
         raise ConfigError(where, entry, f"CPU {format_cpulist(bad)} is not in platform {topo.name} "
-                          f"(CPUs {format_cpulist(topo.cpus)})")
+                          f"(CPUs {format_cpulist(topo.cpus)})" + (f": {outside}" if outside else ""))
     return cpus
 
 
@@ -65,38 +77,73 @@ def sweep(spec, topo, where, entry):
 
 def contention(spec, topo, where, entry):
     """B2: memory first-touched by memory_cpu (thread 0), then t threads reading at once:
-    memory_cpu and the next CPUs in compact order (node by node), for each t."""
-    x = spec["memory_cpu"]
-    _cpus(x, topo, where, entry + ".memory_cpu")
-    others = [c for n in topo.node_ids for c in topo.nodes[n] if c != x]
+    memory_cpu and the next physical cores, its own node's first, then node by node;
+    `node` is memory_cpu's node's cores (never SMT siblings, never another node's count)."""
+    x, = _cpus(spec["memory_cpu"], topo, where, entry + ".memory_cpu")
+    home = topo.node_of(x)
+    others = [c for n in [home] + [n for n in topo.cpu_nodes if n != home] for c in topo.node_cpus(n) if c != x]
     out = []
     for count in spec["threads"]:
-        t = resolve_count(count, topo)              # node, all: physical cores, as the NPB placements
+        t = resolve_count(count, topo, node=home)
         if t > len(others) + 1:
             raise ConfigError(where, entry + ".threads", f"{t} threads but platform {topo.name} "
-                              f"has {len(others) + 1} CPUs")
+                              f"has {len(others) + 1} cores")
         order = (x, *others[:t - 1])
         out.append((order, f"{t} readers, memory on cpu {x}", f"ct-m{x}-t{t}", None))
     return out
 
 
 def matrix(spec, topo, where, entry):
+    """Reader node x memory node; a memory-only node (no CPU to first-touch it) is bound
+    with membind in a first-touch matrix too: every memory node gets its column."""
     via = spec.get("via", "first-touch")
     readers = _nodes(spec.get("readers", "all"), topo, where, entry + ".readers")
-    memories = _nodes(spec.get("memory", "all"), topo, where, entry + ".memory")
-    first = {n: topo.nodes[n][0] for n in set(readers) | set(memories)}
+    memories = _nodes(spec.get("memory", "all"), topo, where, entry + ".memory", memory=True)
+    first = {n: topo.node_cpus(n)[0] for n in set(readers) | set(memories) if topo.nodes[n]}
     out = []
-    for r in readers:
-        for m in memories:
-            if via == "membind":
-                if topo.memory_mb.get(m) == 0:
-                    raise ConfigError(where, entry + ".memory", f"node {m} of platform {topo.name} has no memory")
-                out.append(((first[r],), f"node {r} reads node {m} (membind)", f"mx-mb-r{r}-m{m}",
-                            Memory("membind", (m,))))
-            else:
-                order = (first[m],) if r == m else (first[m], first[r])
-                out.append((order, f"node {r} reads node {m} (first touch)", f"mx-ft-r{r}-m{m}", None))
+    for r, m in cells_of(spec, topo, readers, memories):
+        if via == "membind" or m not in first:
+            out.append(((first[r],), f"node {r} reads node {m} (membind)", f"mx-mb-r{r}-m{m}",
+                        Memory("membind", (m,))))
+        else:
+            order = (first[m],) if r == m else (first[m], first[r])
+            out.append((order, f"node {r} reads node {m} (first touch)", f"mx-ft-r{r}-m{m}", None))
     return out
+
+
+SAMPLE_ABOVE = 64          # cells: auto measures every cell up to 8 x 8 nodes, one per class beyond
+
+
+def cells_of(spec, topo, readers, memories):
+    """The (reader, memory) cells a matrix measures: every one (cells: all), or one per
+    distance class (cells: distance-classes; auto beyond SAMPLE_ABOVE cells): the first
+    pair of each (SLIT distance, memory-only or not) in reader order, so a 32-node
+    machine measures its few kinds of path instead of its 1024 cells."""
+    every = [(r, m) for r in readers for m in memories]
+    how = spec.get("cells", "all")
+    if how == "all" or (how == "auto" and len(every) <= SAMPLE_ABOVE):
+        return every
+    seen, keep = set(), []
+    for r, m in every:
+        key = (topo.distance(r, m), bool(topo.nodes[m]))
+        if key not in seen:
+            seen.add(key)
+            keep.append((r, m))
+    return keep
+
+
+def sampled_note(spec, topo, where, entry):
+    """The plan's line for a sampled matrix, or None when every cell is measured."""
+    if "matrix" not in spec:
+        return None
+    m = spec["matrix"]
+    readers = _nodes(m.get("readers", "all"), topo, where, entry + ".matrix.readers")
+    memories = _nodes(m.get("memory", "all"), topo, where, entry + ".matrix.memory", memory=True)
+    kept = cells_of(m, topo, readers, memories)
+    if len(kept) == len(readers) * len(memories):
+        return None
+    return (f"{entry}: matrix of {len(readers)} x {len(memories)} nodes sampled: one cell per SLIT distance "
+            f"and memory kind, {len(kept)} of {len(readers) * len(memories)} cells (cells: all measures every one)")
 
 
 def count(spec, topo, where, entry):
@@ -110,8 +157,8 @@ def count(spec, topo, where, entry):
     if "contention" in spec:
         return len(spec["contention"]["threads"])
     m, e = spec["matrix"], entry + ".matrix"
-    return len(_nodes(m.get("readers", "all"), topo, where, e + ".readers")) * \
-        len(_nodes(m.get("memory", "all"), topo, where, e + ".memory"))
+    return len(cells_of(m, topo, _nodes(m.get("readers", "all"), topo, where, e + ".readers"),
+                        _nodes(m.get("memory", "all"), topo, where, e + ".memory", memory=True)))
 
 
 def expand(spec, topo, where, entry):

@@ -38,6 +38,12 @@ class NotApplicable(Exception):
     message says why, e.g. "1 NUMA node"."""
 
 
+class SameAs(NotApplicable):
+    """A portable target that is, on this machine, exactly another one of the same list
+    whose own line already says why it cannot exist: left out without a second line.
+    (Where both exist they resolve to the same placement, which is planned once.)"""
+
+
 COUNT_WORDS = ("node", "half", "all")
 MEMORY_WORDS = {m.name: m.words for m in MEMORY_POLICIES.values() if m.words}
 
@@ -51,13 +57,15 @@ def per_node(count):
     return int(count.split("/")[0]) if isinstance(count, str) and count.endswith("/node") else None
 
 
-def resolve_count(count, topo, smt=False):
-    """A thread count of compact/spread: an integer, or a word relative to the topology."""
+def resolve_count(count, topo, smt=False, node=None):
+    """A thread count of compact/spread: an integer, or a word relative to the topology.
+    `node` is the cores of the placement's own node (default: the first node with CPUs,
+    where compact starts): on unequal nodes, never another node's count."""
     if isinstance(count, int):
         return count
     nodes = topo.cpu_nodes
     if count == "node":
-        return min(len(topo.node_cpus(n, smt)) for n in nodes)
+        return len(topo.node_cpus(nodes[0] if node is None else node, smt))
     if count == "half":
         return max(1, len(topo.cores(smt)) // 2)
     if count == "all":
@@ -77,6 +85,13 @@ def resolve_memory_nodes(policy, value, thread_nodes, topo):
         if len(mem) < 2:
             raise NotApplicable(f"{nodes_phrase(len(mem))} with memory: interleave over all is local")
         return [tuple(mem)]
+    if value == "cpu-nodes":          # the nodes with CPUs, without memory-only ones
+        with_cpus = [n for n in mem if topo.nodes[n]]
+        if len(with_cpus) == len(mem) and len(mem) < 2:
+            raise SameAs("interleave over the CPU nodes is interleave over all here")
+        if len(with_cpus) < 2:
+            raise NotApplicable(f"{nodes_phrase(len(with_cpus))} with CPUs and memory: interleave over them is local")
+        return [tuple(with_cpus)]
     others = [n for n in mem if n not in thread_nodes]
     if not others:
         raise NotApplicable(f"{nodes_phrase(len(mem))} with memory, none of them away from the threads' "
@@ -104,6 +119,9 @@ class Memory:
             return cls("local")
         (policy, value), = spec.items()
         nodes = parse_cpulist(value, where, f"{entry}.{policy}")   # a list, one node or "0-1,3"
+        outside = topo.outside_allocation(nodes=nodes)
+        if outside:
+            raise NotApplicable(f"{policy} {format_cpulist(nodes)}: {outside}")
         for n in nodes:
             if n not in topo.nodes:
                 raise ConfigError(where, f"{entry}.{policy}",
@@ -219,6 +237,9 @@ def finish(cpus, memory, binding, launcher, shape, topo, pid=None, team=0):
 
 def layout_cpus(counts, nodes, topo, where, entry):
     cpus = []
+    outside = topo.outside_allocation(nodes=[n for n in nodes if n not in topo.nodes])
+    if outside:
+        raise NotApplicable(f"layout on nodes {format_cpulist(nodes)}: {outside}")
     for n, k in zip(nodes, counts):
         if n not in topo.nodes:
             raise ConfigError(where, entry, f"node {n} is not in platform {topo.name} "

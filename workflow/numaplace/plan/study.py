@@ -28,6 +28,7 @@ from numaplace.plan.rounds import Repetitions
 from numaplace.core.schema import setting, validate_study
 from numaplace.machine.system import check_study as check_system
 from numaplace.machine.topology import from_sysfs, load_platform, platform_path
+from numaplace.core.cpulist import format_cpulist
 from numaplace.core.text import counted
 
 
@@ -134,9 +135,11 @@ class Study:
         runs, by_placement_id = {}, {}
         self.not_applicable = []          # what this machine cannot have, one line each
         self.repetitions = {}             # experiment name -> its Repetitions
+        self.sizing_notes = []            # what the plan decided for this machine (a buffer stepped down, a sampled matrix)
         for i, exp in enumerate(c["experiments"]):
             entry = f"experiments[{i}] ({exp['name']})"
-            placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable)
+            placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable,
+                                           self.sizing_notes)
             if not placements:
                 self.not_applicable.append(f"{entry}: left out: none of its placements exists on this "
                                            f"machine ({self.topology.name})")
@@ -152,6 +155,8 @@ class Study:
             benches = setting("benchmarks", c, exp)
             classes = setting("classes", c, exp)
             check_memory_experiment(exp, benches, classes, placements, self.where, entry)
+            args, notes = kind(benches[0]).fit_args(args, placements, self.topology)
+            self.sizing_notes += [f"{entry}: {n}" for n in notes]
             kind(benches[0]).check_args(args, benches, placements, self.topology, c, self.where, entry)
             for bench in benches:
                 for cls in dict.fromkeys(self.class_of.get((bench, c), c) for c in classes):
@@ -371,6 +376,19 @@ class Study:
              "speed": self.speed._asdict(), "per_experiment_s": est.per_experiment,
              "per_run_s": {k: round(v, 2) for k, v in est.per_run.items()}}, indent=1))
 
+    def machine_notes(self):
+        """What about the machine shapes the plan: an allocation, memory-only nodes,
+        unequal nodes (where `node` is each placement's own node's cores)."""
+        topo, notes = self.topology, []
+        if topo.memory_only_nodes:
+            notes.append(f"memory-only node{'s' * (len(topo.memory_only_nodes) > 1)} "
+                         f"{format_cpulist(topo.memory_only_nodes)}: memory targets of the matrices (membind from "
+                         "every CPU node), of interleave all and of nearest/farthest (by SLIT distance)")
+        if topo.node_sizes_differ():
+            sizes = ", ".join(f"node {n} {len(topo.node_cpus(n))}" for n in topo.cpu_nodes)
+            notes.append(f"nodes differ in cores ({sizes}): `node` counts the placement's own node")
+        return notes
+
     def plan_summary(self):
         """What `numaplace plan` and the workflow's first lines say: runs per experiment,
         the classes per kernel, and what was left out as not applicable here."""
@@ -378,8 +396,9 @@ class Study:
         # adaptive repetitions: every round up to max is planned and counted, but a case may stop early
         adaptive = {n for n, r in self.repetitions.items() if r.adaptive}
         upto = "up to " if adaptive else ""
-        head = (f"study {self.name} on {topo.name}: {counted(len(topo.cpu_nodes), 'NUMA node')}, "
-                f"{len(topo.cores())} cores"
+        head = (f"study {self.name} on {topo.name}"
+                + (f", {topo.restriction_words()}" if topo.allowed else "") + f": {topo.nodes_words()}, "
+                f"{counted(len(topo.cores()), 'core')}"
                 + (f" ({len(topo.cpus)} CPUs)" if topo.siblings else "") + f": {upto}{len(self.runs)} runs")
         per_exp = {e["name"]: 0 for e in self.config["experiments"]}
         for r in self.runs:
@@ -404,8 +423,8 @@ class Study:
         todo = len(self.builds_to_do())
         lines += [f"  builds: {len(self.binaries())}"
                   + (f", {todo} to do" if todo != len(self.binaries()) else "") + f", ~{budget.format_duration(est.builds)}"]
-        lines += [f"  {line}" for line in self.budget_notes + budget.memory_warnings(self.runs, self.topology)
-                  + self.not_applicable]
+        lines += [f"  {line}" for line in self.machine_notes() + self.sizing_notes + self.budget_notes
+                  + budget.memory_warnings(self.runs, self.topology) + self.not_applicable]
         return lines
 
 

@@ -23,7 +23,7 @@ from numaplace.machine.guard import AncestorWatch, die_with_parent, machine_lock
 from numaplace.machine.idle import cpu_jiffies, foreign_load, idle_check
 from numaplace.kinds import kind
 from numaplace.core.schema import Section
-from numaplace.plan.launch import LAUNCHERS, SCRUBBED_ENV
+from numaplace.plan.launch import LAUNCHERS, MEMORY_POLICIES, SCRUBBED_ENV
 from numaplace.run.pages_over_time import pages_over_time
 from numaplace.plan.placement import Placement
 from numaplace.record.store import VERSION as RECORD_VERSION, kind_facts, set_aside, write_record
@@ -179,6 +179,8 @@ class _Run:
                     "system": system.at_start(),
                     "capture_settings": self.capture, "run_settings": self.runcfg,
                     "lock_wait_s": lock_wait_s, **(extra or {}), "status": None, "reason": None}
+        # what the policy's judgement needs of the machine (weighted interleave: the weights)
+        self.rec["system"].update(MEMORY_POLICIES[self.placement.memory.policy].facts())
 
     def execute(self):
         self.rundir.mkdir(parents=True, exist_ok=True)
