@@ -55,6 +55,24 @@ def test_machine_line_from_the_matrix_beside_slit():
     assert machine_line(None, {"nodes": {"0": "0-1"}}).startswith("machine: 1 NUMA node; no memory matrix measured")
 
 
+def test_a_memory_only_node_is_said_apart_never_averaged_into_remote():
+    """2 CPU nodes and a CXL node 2: remote is the socket-remote cells alone (150 ns), and
+    node 2 gets its own words with its ratio over each reader's local cell. (Fails when the
+    memory-only cells are averaged into one "remote" mean: 175 ns.)"""
+    lat = {(0, 0): 100.0, (1, 1): 100.0, (0, 1): 150.0, (1, 0): 150.0, (0, 2): 200.0, (1, 2): 200.0}
+    bw = {(0, 0): 10000.0, (1, 1): 10000.0, (0, 1): 6000.0, (1, 0): 6000.0, (0, 2): 5000.0, (1, 2): 5000.0}
+    matrix = pd.DataFrame(
+        [{"bench": "memlat", "mode": "", "via": "first-touch" if m != 2 else "membind", "size_bytes": 1 << 28,
+          "reader_node": r, "memory_node": m, "median": v} for (r, m), v in lat.items()]
+        + [{"bench": "membw", "mode": "serial", "via": "first-touch" if m != 2 else "membind", "size_bytes": 1 << 28,
+            "reader_node": r, "memory_node": m, "median": v} for (r, m), v in bw.items()])
+    topo = {"nodes": {"0": "0-1", "1": "2-3", "2": ""}, "distances": [[10, 20, 24], [20, 10, 24], [24, 24, 10]]}
+    line = machine_line(matrix, topo)
+    assert line.startswith("machine: 3 NUMA nodes (2 with CPUs, 1 memory only) · latency local 100 ns, remote 150 ns "
+                           "(remote/local 1.50x, mean of 2 cells)")
+    assert "node 2: memory only: latency 2x local from nodes 0,1, bandwidth 0.5x local from nodes 0,1" in line
+
+
 def test_a_pair_on_the_same_cpus_names_what_differs():
     """Best and worst on the same CPUs with the same memory: the answer says which of the
     binding and the launcher differs, since neither is in the placement label."""

@@ -108,11 +108,12 @@ def test_serial_init_working_set_that_a_node_cannot_hold_is_named(tmp_path):
 def test_machine_speed_is_measured_once_per_study_and_kept(tmp_path, monkeypatch):
     """Every process that plans a study (numaplace plan, Snakemake, cluster jobs) must plan it
     alike: the speed measured first is kept in results/<study>/speed.json and read back."""
-    monkeypatch.setattr(budget, "read_bandwidth", lambda: 16.0)
+    monkeypatch.setattr(budget, "read_bandwidth", lambda **kw: 16.0)
     monkeypatch.setattr(budget, "start_seconds", lambda: 4 * budget.REF_START_S)
+    monkeypatch.setattr(budget, "machine_load", lambda: _load(0.0))      # a quiet machine's probe is kept
     first = budget.machine_speed(tmp_path / "s")
     assert first == (16.0 / budget.REF_READ_GBS, 0.25) and (tmp_path / "s" / budget.SPEED_FILE).exists()
-    monkeypatch.setattr(budget, "read_bandwidth", lambda: 1 / 0)          # never measured again
+    monkeypatch.setattr(budget, "read_bandwidth", lambda **kw: 1 / 0)          # never measured again
     monkeypatch.setattr(budget, "start_seconds", lambda: 1 / 0)
     assert budget.machine_speed(tmp_path / "s") == first
 
@@ -221,3 +222,40 @@ def test_numaplace_run_prints_progress_to_the_console(tmp_path, monkeypatch, cap
     assert out.err == "numaplace: 1 of 2 runs recorded (a.r1: ok); about 2 min of runs left\n"
     # a record outside results/<study>/runs/: no progress, no error
     assert cli.main(["run", "--spec", json.dumps(spec), "--binary", "/bin/true", "--record", str(tmp_path / "x" / "r.json")]) == 0
+
+
+# -- a busy machine is said before the study runs (issue 41) --------------------------------
+def _load(busy):
+    return budget.Load(busy, 15.0 if busy > 0.5 else 0.1, 2)
+
+
+def test_a_busy_machine_is_said_before_any_run_and_the_study_decides():
+    """go says it and goes on; stop says it and stops; wait waits until quiet. (Fails when
+    the busy machine is only found out in the records at the end.)"""
+    run = {"idle_busy_max": 0.15, "when_busy": "go", "busy_wait": 60}
+    said = []
+    assert budget.wait_for_quiet(run, said.append, load_of=lambda: _load(0.9)) is True
+    assert said and "this machine is busy (load 15.0 on 2 CPUs, 90 % of their time taken by other processes)" in said[0]
+    said.clear()
+    assert budget.wait_for_quiet({**run, "when_busy": "stop"}, said.append, load_of=lambda: _load(0.9)) is False
+    assert "run.when_busy: stop: nothing was run" in said[0]
+    said.clear()
+    loads, t = iter([_load(0.9), _load(0.8), _load(0.05)]), [0.0]
+    assert budget.wait_for_quiet({**run, "when_busy": "wait"}, said.append, load_of=lambda: next(loads),
+                                 sleep=lambda s: t.__setitem__(0, t[0] + s), clock=lambda: t[0]) is True
+    assert "waiting for quiet" in said[0] and said[-1].startswith("numaplace: quiet now") and t[0] == 10
+    said.clear()
+    assert budget.wait_for_quiet(run, said.append, load_of=lambda: _load(0.02)) is True and said == []
+
+
+def test_a_probe_taken_on_a_busy_machine_is_said_in_the_plan_and_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(budget, "machine_load", lambda: _load(0.9))
+    monkeypatch.setattr(budget, "read_bandwidth", lambda probes=None: probes.extend([3.0, 8.0, 16.0]) or 16.0)
+    monkeypatch.setattr(budget, "start_seconds", lambda: budget.REF_START_S)
+    budget.machine_speed(tmp_path / "s")
+    assert budget.busy_words(tmp_path / "s", 0.15).startswith("this machine is busy (load 15.0 on 2 CPUs")
+    assert budget.slowest_speed(tmp_path / "s", budget.Speed(0.5, 1.0)) == budget.Speed(3.0 / budget.REF_READ_GBS, 1.0)
+    monkeypatch.setattr(budget, "machine_load", lambda: _load(0.01))
+    monkeypatch.setattr(budget, "read_bandwidth", lambda probes=None: 32.0)
+    assert budget.machine_speed(tmp_path / "s").memory == 1.0          # measured again, quiet now
+    assert budget.busy_words(tmp_path / "s", 0.15) is None

@@ -93,3 +93,22 @@ def test_cannot_express(platforms, launcher, memory, binding, label, problem):
 def test_can_express(platforms, launcher, memory, binding):
     p = one(platforms["x4600"], launcher, "0-3", memory, binding)
     assert LAUNCHERS[launcher].cannot_express(p) is None
+
+
+def test_a_plan_tsv_command_runs_in_bash_as_written(tmp_path):
+    """plan.tsv's command, pasted into bash, runs the benchmark with the environment it
+    shows. (Fails when the whole assignment is quoted, 'OMP_PLACES={0}' OMP_PROC_BIND=true
+    ...: bash then looks for a command named OMP_PLACES={0}.)"""
+    import subprocess
+    from numaplace.machine.topology import Topology
+    from numaplace.plan.placement import Memory, finish
+    from numaplace.plan.study import _shown_command
+    topo = Topology("one", {0: [0]}, {0: 1024})
+    p = finish([0], Memory("local"), "threads", "taskset", "cpus 0", topo)
+    script = tmp_path / "bench.x"
+    script.write_text('#!/bin/sh\necho "$OMP_NUM_THREADS|$OMP_PLACES|$OMP_PROC_BIND|$*"\n')
+    script.chmod(0o755)
+    line = _shown_command(p, "bench.x", ("--sizes", "1M,2M"))
+    assert line.startswith("OMP_NUM_THREADS=1 OMP_PLACES='{0}' OMP_PROC_BIND=true taskset -c 0 ./bench.x")
+    out = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.strip() == "1|{0}|true|--sizes 1M,2M", out.stderr

@@ -140,8 +140,9 @@ def test_a_runs_estimate_scales_its_kind_by_bandwidth_and_its_fixed_cost_by_star
 def measured(monkeypatch):
     """This machine measured as half the reference's speed (16 GB/s, 0.2 s to start)."""
     calls = []
-    monkeypatch.setattr(budget, "read_bandwidth", lambda: calls.append("read") or 16.0)
+    monkeypatch.setattr(budget, "read_bandwidth", lambda **kw: calls.append("read") or 16.0)
     monkeypatch.setattr(budget, "start_seconds", lambda: calls.append("start") or 0.2)
+    monkeypatch.setattr(budget, "machine_load", lambda: budget.Load(0.0, 0.1, 2))   # quiet
     return calls
 
 
@@ -149,8 +150,9 @@ def test_speed_is_measured_once_and_kept(tmp_path, measured):
     results = tmp_path / "results" / "study"                 # not made yet
     assert budget.machine_speed(results) == Speed(0.5, 0.5)
     assert json.loads((results / "speed.json").read_text()) == {
-        "host": os.uname().nodename, "memory": 0.5, "cpu": 0.5, "read_gbs": 16.0,
-        "reference_read_gbs": budget.REF_READ_GBS, "start_s": 0.2, "reference_start_s": budget.REF_START_S}
+        "host": os.uname().nodename, "memory": 0.5, "cpu": 0.5, "read_gbs": 16.0, "read_gbs_probes": [],
+        "reference_read_gbs": budget.REF_READ_GBS, "start_s": 0.2, "reference_start_s": budget.REF_START_S,
+        "busy": 0.0, "loadavg": 0.1, "cpus": 2, "busy_when_probed": False}
     assert budget.machine_speed(results) == Speed(0.5, 0.5) and measured == ["read", "start"]
 
 

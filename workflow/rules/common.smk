@@ -14,6 +14,8 @@ from numaplace.machine.guard import hold_study
 from numaplace.kinds import figure_titles, table_captions, wildcard_constraints
 from numaplace.core.loader import refusal
 from numaplace.record.store import keep_records, workflow_outcome
+from numaplace.plan import budget
+from numaplace.core.schema import Section, setting
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
 # `numaplace` command sits beside this interpreter: put that first on PATH so the jobs and
@@ -187,6 +189,11 @@ def start_of_workflow():
     from snakemake.logging import logger
     for line in STUDY.plan_summary():        # runs, classes, estimated time, what is left out
         logger.info(line)
+    # a busy machine is said (and waited for, or refused, as the study says) before any run
+    to_measure = runs_requested() and any(not os.path.exists(ledger) for ledger in LEDGERS)
+    if to_measure and setting("platform", STUDY.config) == "auto" and not budget.wait_for_quiet(
+            Section("run", STUDY.config.get("run")), logger.warning):
+        sys.exit(1)
 
 
 def end_of_workflow(completed=True):

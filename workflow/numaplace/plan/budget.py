@@ -30,8 +30,9 @@ RUN_OVERHEAD_S = 0.35
 BUILD_S = 1.0                       # one binary there: make + gfortran -O3 (0.3-1.3 s) and its job
 
 
-def read_bandwidth(nbytes=256 * 2**20, tries=5):
-    """This machine's single-thread read bandwidth in GB/s (best of a few numpy sums)."""
+def read_bandwidth(nbytes=256 * 2**20, tries=5, probes=None):
+    """This machine's single-thread read bandwidth in GB/s (best of a few numpy sums);
+    `probes`, a list, receives every sum's GB/s (their spread says how steady it was)."""
     import time
     import numpy as np
     a = np.ones(nbytes // 8)
@@ -39,8 +40,47 @@ def read_bandwidth(nbytes=256 * 2**20, tries=5):
     for _ in range(tries):
         t = time.perf_counter()
         a.sum()
-        best = max(best, a.nbytes / (time.perf_counter() - t) / 1e9)
+        gbs = a.nbytes / (time.perf_counter() - t) / 1e9
+        best = max(best, gbs)
+        if probes is not None:
+            probes.append(round(gbs, 2))
     return best
+
+
+class Load(NamedTuple):
+    """How busy the machine was while numaplace probed it (before the study runs)."""
+    busy: float                 # share of this process's CPUs' time taken by others (0-1)
+    loadavg: float              # 1-minute load average
+    cpus: int                   # CPUs this process may use
+
+    def words(self):
+        return (f"load {self.loadavg:.1f} on {self.cpus} CPU{'s' * (self.cpus != 1)}, "
+                f"{100 * self.busy:.0f} % of their time taken by other processes")
+
+
+def machine_load(seconds=0.3):
+    """Load of the CPUs this process may use over a short window (numaplace itself sleeps
+    through it), and the load average."""
+    import os
+    from numaplace.machine.idle import cpu_busy
+    cpus = sorted(os.sched_getaffinity(0))
+    busy = cpu_busy(seconds)
+    mine = [busy[c] for c in cpus if c in busy]
+    return Load(round(sum(mine) / len(mine), 3) if mine else 0.0, round(os.getloadavg()[0], 2), len(cpus))
+
+
+def busy_words(results_dir, busy_max):
+    """The plan's line when the machine was busy as the study's speed was probed (kept in
+    speed.json), or None: said before any run, not found out at the end."""
+    kept = _kept(results_dir)
+    try:
+        load = Load(float(kept["busy"]), float(kept["loadavg"]), int(kept["cpus"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if load.busy <= busy_max:
+        return None
+    return (f"this machine is busy ({load.words()}): the estimate and the measurements will not be "
+            "reliable (run.when_busy: wait waits for quiet, stop stops)")
 
 
 def start_seconds(tries=3):
@@ -97,15 +137,62 @@ def machine_speed(results_dir):
     each Snakemake invocation, cluster jobs) plans it alike."""
     kept = _kept(results_dir)
     try:
-        if kept["memory"] > 0 and kept["cpu"] > 0:
+        # a probe taken on a busy machine is not kept for the study's life: measured again
+        if kept["memory"] > 0 and kept["cpu"] > 0 and not kept.get("busy_when_probed"):
             return Speed(float(kept["memory"]), float(kept["cpu"]))
     except (KeyError, TypeError):
         pass
-    read_gbs, start_s = read_bandwidth(), start_seconds()
+    load = machine_load()
+    probes = []
+    read_gbs, start_s = read_bandwidth(probes=probes), start_seconds()
     speed = Speed(read_gbs / REF_READ_GBS, REF_START_S / start_s)
-    _keep(results_dir, **speed._asdict(), read_gbs=read_gbs, reference_read_gbs=REF_READ_GBS,
-          start_s=start_s, reference_start_s=REF_START_S)
+    _keep(results_dir, **speed._asdict(), read_gbs=read_gbs, read_gbs_probes=probes,
+          reference_read_gbs=REF_READ_GBS, start_s=start_s, reference_start_s=REF_START_S,
+          **load._asdict(), busy_when_probed=load.busy > BUSY_MAX)
     return speed
+
+
+def wait_for_quiet(run, say, load_of=machine_load, sleep=None, clock=None):
+    """Before the first job: what the study's run.when_busy says to do on a busy machine.
+    go (default): say so and go on; wait: wait for the load to fall under
+    run.idle_busy_max, at most run.busy_wait seconds, then go on, said; stop: say so and
+    return False (nothing runs)."""
+    import time
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
+    load = load_of()
+    if load.busy <= run["idle_busy_max"]:
+        return True
+    mode = run["when_busy"]
+    if mode == "stop":
+        say(f"numaplace: this machine is busy ({load.words()}) and the study says run.when_busy: stop: "
+            "nothing was run; run again when it is quiet, or set run.when_busy: go or wait")
+        return False
+    if mode == "wait":
+        say(f"numaplace: this machine is busy ({load.words()}): waiting for quiet, at most "
+            f"{format_duration(run['busy_wait'])} (run.busy_wait)")
+        deadline = clock() + run["busy_wait"]
+        while clock() < deadline:
+            sleep(5)
+            load = load_of()
+            if load.busy <= run["idle_busy_max"]:
+                say(f"numaplace: quiet now ({load.words()}): the study starts")
+                return True
+        say(f"numaplace: still busy after {format_duration(run['busy_wait'])} ({load.words()}): the study starts "
+            "anyway; its runs are flagged where other load shared their CPUs")
+        return True
+    say(f"numaplace: this machine is busy ({load.words()}): the estimate and the measurements will not "
+        "be reliable; runs are flagged where other load shared their CPUs (run.when_busy: wait or stop)")
+    return True
+
+
+BUSY_MAX = 0.15                     # the study's run.idle_busy_max by default: above it, busy
+
+
+def slowest_speed(results_dir, speed):
+    """The Speed at the slowest of the kept read probes (the estimate's other end), or
+    `speed` itself when no probes are kept."""
+    probes = [p for p in _kept(results_dir).get("read_gbs_probes") or [] if isinstance(p, (int, float)) and p > 0]
+    return speed._replace(memory=min(probes) / REF_READ_GBS) if probes else speed
 
 
 def run_seconds(run, speed=Speed()):

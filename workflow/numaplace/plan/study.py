@@ -25,7 +25,7 @@ from numaplace.plan import budget
 from numaplace.plan.placement import MEMORY_SPECS
 from numaplace.plan.expand import expand_experiment
 from numaplace.plan.rounds import Repetitions
-from numaplace.core.schema import setting, validate_study
+from numaplace.core.schema import Section, setting, validate_study
 from numaplace.machine.system import check_study as check_system
 from numaplace.machine.topology import from_sysfs, load_platform, platform_path
 from numaplace.core.cpulist import format_cpulist
@@ -67,8 +67,10 @@ def _plan_columns(p):
 
 @lru_cache(maxsize=None)
 def _shown_command(p, binary_name, args=()):
+    # NAME='value' (the value quoted, not the assignment): bash runs the line as written
     argv, env = command(p, "./" + binary_name)
-    return shlex.join([f"{k}={v}" for k, v in env.items()] + argv + [str(a) for a in args])
+    return " ".join([f"{k}={shlex.quote(str(v))}" for k, v in env.items()]
+                    + [shlex.quote(str(a)) for a in argv + list(args)])
 
 
 @lru_cache(maxsize=None)
@@ -412,7 +414,12 @@ class Study:
                  f"run in {budget.REF_START_S / self.speed.cpu:.2f} s, the reference {budget.REF_READ_GBS:.1f} "
                  f"and {budget.REF_START_S:.2f}" if setting("platform", self.config) == "auto"
                  else "at the reference machine's speed: a named platform is not measured")
-        lines = [head + f", estimated machine time {upto}{budget.format_duration(est.total)} ({speed})",
+        auto = setting("platform", self.config) == "auto"
+        slow = budget.Estimate(self.runs, self.builds_to_do(), budget.slowest_speed(
+            Path("results") / self.name, self.speed)).total if auto else est.total
+        spread = (f" (up to {budget.format_duration(slow)} at the slowest of its speed probes)"
+                  if budget.format_duration(slow) != budget.format_duration(est.total) else "")
+        lines = [head + f", estimated machine time {upto}{budget.format_duration(est.total)}{spread} ({speed})",
                  "  classes: " + ", ".join(f"{b} {'/'.join(sorted(c))}" for b, c in sorted(classes.items()))]
         lines += [f"  {e}: " + ("up to " if e in adaptive else "") + f"{counted(n, 'run')}, ~"
                   + ("up to " if e in adaptive else "") + budget.format_duration(est.per_experiment.get(e, 0))
@@ -423,6 +430,10 @@ class Study:
         todo = len(self.builds_to_do())
         lines += [f"  builds: {len(self.binaries())}"
                   + (f", {todo} to do" if todo != len(self.binaries()) else "") + f", ~{budget.format_duration(est.builds)}"]
+        busy = budget.busy_words(Path("results") / self.name, Section("run", self.config.get("run"))["idle_busy_max"]) \
+            if auto else None
+        if busy:                          # said first, before any run is spent on it
+            lines.insert(1, f"  {busy}")
         lines += [f"  {line}" for line in self.machine_notes() + self.sizing_notes + self.budget_notes
                   + budget.memory_warnings(self.runs, self.topology) + self.not_applicable]
         return lines

@@ -23,7 +23,9 @@ def machine_line(matrix, topology, runs=None):
     """One line on the machine: nodes, the SLIT's distance classes over local, and the
     measured local and remote values with their ratio; memory runs that shared their CPUs
     with other load are counted in the line they feed."""
-    nodes = len((topology or {}).get("nodes", {})) or None
+    node_cpus = (topology or {}).get("nodes", {})
+    nodes = len(node_cpus) or None
+    memory_only = sorted(int(n) for n, c in node_cpus.items() if not c)
     dist = (topology or {}).get("distances")
     slit = ""
     if dist and len(dist) > 1:
@@ -31,6 +33,8 @@ def machine_line(matrix, topology, runs=None):
         slit = "SLIT remote/local " + ", ".join(f"{c:.2g}x" for c in classes) + \
             (f" ({len(classes)} distance classes)" if len(classes) > 1 else "")
     head = f"machine: {counted(nodes, 'NUMA node')}" if nodes else "machine"
+    if nodes and memory_only:
+        head += f" ({nodes - len(memory_only)} with CPUs, {len(memory_only)} memory only)"
     if matrix is None or not len(matrix):
         return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
                "of memlat and membw to see local vs remote)"
@@ -42,12 +46,15 @@ def machine_line(matrix, topology, runs=None):
         if not len(m):
             continue
         local = m[m["reader_node"] == m["memory_node"]]["median"]
-        remote = m[m["reader_node"] != m["memory_node"]]["median"]
+        # remote over the interconnect; a memory-only node (CXL, HBM) is another kind of
+        # memory, said apart, never averaged into "remote"
+        remote = m[(m["reader_node"] != m["memory_node"]) & ~m["memory_node"].isin(memory_only)]["median"]
         if len(remote):
             parts.append(f"{what} local {_mean(local) * scale:{fmt}} {unit}, remote {_mean(remote) * scale:{fmt}} {unit} "
                          f"(remote/local {_mean(remote) / _mean(local):.2f}x, mean of {len(remote)} cells)")
         else:
             parts.append(f"{what} {_mean(local) * scale:{fmt}} {unit} (local only)")
+    parts += memory_only_words(top, memory_only, topology)
     if slit:
         parts.append(slit)
     if runs is not None and len(runs) and "shared_cpus" in runs:
@@ -56,6 +63,30 @@ def machine_line(matrix, topology, runs=None):
         if shared:
             parts.append(f"{shared} of these {len(mem)} memory runs shared their CPUs with other load")
     return " · ".join(parts)
+
+
+def memory_only_words(top, memory_only, topology):
+    """Per memory-only node: its latency and bandwidth over each reader's local cell, and
+    its memory tier where the kernel gave one ('node 2: memory only, tier 2: latency 1.9x
+    local from node 0, bandwidth 0.52x')."""
+    tiers = {int(n): t for t, ns in ((topology or {}).get("tiers") or {}).items() for n in ns} \
+        if isinstance((topology or {}).get("tiers"), dict) else {}
+    out = []
+    for node in memory_only:
+        said = []
+        for bench, what in (("memlat", "latency"), ("membw", "bandwidth")):
+            m = top[top["bench"] == bench]
+            local = {int(r.reader_node): float(r.median) for r in m[m["reader_node"] == m["memory_node"]].itertuples()}
+            cells = [(int(r.reader_node), float(r.median)) for r in m[m["memory_node"] == node].itertuples()
+                     if int(r.reader_node) in local]
+            if cells:
+                ratios = [v / local[r] for r, v in cells]
+                readers = ",".join(str(r) for r, _ in sorted(cells))
+                said.append(f"{what} {_mean(ratios):.2g}x local from node{'s' * (len(cells) > 1)} {readers}")
+        if said:
+            tier = f", tier {tiers[node]}" if node in tiers else ""
+            out.append(f"node {node}: memory only{tier}: " + ", ".join(said))
+    return out
 
 
 def cost_interval(best, worst, seed=0):
