@@ -120,15 +120,16 @@ def test_best_worst_choice_and_noise(tables):
     t2 = bw.loc[("default", 2)]
     assert t2["best_placement"] == "1/1 on 0,1" and t2["worst_placement"] == "2 on 1 · interleave 0-1"
     # from the median Mop/s as NPB prints them (2 decimals): 1000/14 → 71.43, 1000/8.5 → 117.65
-    assert t2["improvement_pct"] == pytest.approx(100 * (1 - 71.43 / 117.65))
-    assert t2["speedup"] == pytest.approx(117.65 / 71.43)
+    # times of seconds, resolved: compared by them (Mop/s would say 100 (1 - 71.43 / 117.65))
+    assert t2["compared_by"] == "time" and t2["improvement_pct"] == pytest.approx(100 * (14 - 8.5) / 14)
+    assert t2["speedup"] == pytest.approx(14 / 8.5)
     assert t2["improvement_pct"] == pytest.approx(100 * (14 - 8.5) / 14, abs=0.01)   # the times' answer
     assert t2["differs"] == "unknown"            # the worst has a single ok run
     assert bool(t2["rests_on_drift"]) is True and t2["worst_n_drift"] == 1
 
     t4 = bw.loc[("default", 4)]
     assert (t4["best_placement"], t4["worst_placement"]) == ("2/2 on 0,1", "2/2 on 0,1 · membind 0")
-    assert t4["improvement_pct"] == pytest.approx(100 * (1 - 153.85 / 196.08))   # 1000/6.5, 1000/5.1
+    assert t4["improvement_pct"] == pytest.approx(100 * (1 - 5.1 / 6.5))   # the times printed beside it
     assert t4["improvement_pct"] == pytest.approx(100 * (6.5 - 5.1) / 6.5, abs=0.01)
     assert t4["differs"] == "yes" and not t4["ranges_overlap"]          # [5.0, 5.2] vs [6, 7]
     assert t4["mwu_p"] == pytest.approx(0.1)     # 3 vs 3, fully separated: 2/20

@@ -91,8 +91,9 @@ def test_ties_in_time_go_to_the_higher_mops_and_a_placement_without_mops_ranks_l
 
 BEST_WORST_COLUMNS = [
     "bench", "class", "variant", "threads", "n_placements", "n_placements_planned", "best_placement",
-    "best_placement_id", "best_n", "best_median_s", "best_min_s", "best_max_s", "best_n_drift", "worst_placement",
-    "worst_placement_id", "worst_n", "worst_median_s", "worst_min_s", "worst_max_s", "worst_n_drift",
+    "best_placement_id", "best_n", "best_median_s", "best_min_s", "best_max_s", "best_n_drift", "best_mops_median",
+    "worst_placement", "worst_placement_id", "worst_n", "worst_median_s", "worst_min_s", "worst_max_s",
+    "worst_n_drift", "worst_mops_median",
     "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
     "reps_needed", "runner_up_placement", "runner_up_placement_id", "runner_up_median_s", "runner_up_mwu_p",
     "runner_up_reps_needed", "rests_on_drift", "stopped_after", "rounds_max", "stopped_by", "stop_reason", "stop_p"]

@@ -81,20 +81,24 @@ def group(mops, time):
     return {"mops_median": mops, "time_median_s": time}
 
 
-# best, worst → the cost of the wrong choice. By Mop/s when both have a positive Mop/s
-# (NPB's Mop/s comes from its full-precision timer), else by the printed time.
+# best, worst → the cost of the wrong choice. By the median times where both are >= 1 s
+# (read to 1 %: the answer prints them beside the cost, which must follow from them); by
+# Mop/s for shorter runs where both have a positive Mop/s (NPB's Mop/s comes from its
+# full-precision timer), else by the printed time.
 @pytest.mark.parametrize("best, worst, want", [
-    (group(200.0, 1.0), group(150.0, 1.33), {"compared_by": "mops", "improvement_pct": 25.0,
-                                              "speedup": 4 / 3, "below_resolution": False}),
+    (group(200.0, 0.1), group(150.0, 0.133), {"compared_by": "mops", "improvement_pct": 25.0,
+                                               "speedup": 4 / 3, "below_resolution": False}),
     # two printed units (0.02 Mop/s) apart is resolved, one is not; 0.04 − 0.02 is exactly 0.02
-    (group(100.03, 5.0), group(100.0, 5.0), {"compared_by": "mops", "improvement_pct": 100 * 0.03 / 100.03,
+    (group(100.03, 0.5), group(100.0, 0.5), {"compared_by": "mops", "improvement_pct": 100 * 0.03 / 100.03,
                                               "speedup": 100.03 / 100.0, "below_resolution": False}),
-    (group(0.04, 5.0), group(0.02, 5.0), {"compared_by": "mops", "improvement_pct": 50.0,
+    (group(0.04, 0.5), group(0.02, 0.5), {"compared_by": "mops", "improvement_pct": 50.0,
                                            "speedup": 2.0, "below_resolution": False}),
-    (group(100.01, 5.0), group(100.0, 5.0), {"compared_by": "mops", "improvement_pct": 100 * 0.01 / 100.01,
+    (group(100.01, 0.5), group(100.0, 0.5), {"compared_by": "mops", "improvement_pct": 100 * 0.01 / 100.01,
                                               "speedup": 100.01 / 100.0, "below_resolution": True}),
-    (group(0.5, 9.0), group(0.25, 18.0), {"compared_by": "mops", "improvement_pct": 50.0,
-                                           "speedup": 2.0, "below_resolution": False}),
+    # resolved times: the cost follows from the times printed beside it, not from Mop/s
+    # medians that two runs a side make non-reciprocal (8.35/29.79 s: 45 % by Mop/s, 19 % by time)
+    (group(0.5, 19.1), group(0.275, 23.6), {"compared_by": "time", "improvement_pct": 100 * 4.5 / 23.6,
+                                             "speedup": 23.6 / 19.1, "below_resolution": False}),
     # no usable Mop/s on one side → times: improvement 100·(w − b)/w, speedup w/b
     (group(NAN, 2.0), group(150.0, 2.5), {"compared_by": "time", "improvement_pct": 20.0,
                                            "speedup": 1.25, "below_resolution": False}),
@@ -115,7 +119,7 @@ def group(mops, time):
                                            "speedup": 3.0, "below_resolution": False}),
     (group(NAN, 0.0), group(NAN, 0.0), {"compared_by": "time", "improvement_pct": NAN,
                                          "speedup": NAN, "below_resolution": True}),
-], ids=["mops", "mops-3-units", "mops-exactly-2-units", "mops-1-unit", "mops-below-1", "best-mops-nan", "worst-mops-nan",
+], ids=["mops", "mops-3-units", "mops-exactly-2-units", "mops-1-unit", "time-resolved", "best-mops-nan", "worst-mops-nan",
         "best-mops-0", "worst-mops-0", "time-exactly-2-units", "time-2-units", "time-1-unit", "time-sub-second", "time-0"])
 def test_improvement(best, worst, want):
     same(improvement(best, worst), want)

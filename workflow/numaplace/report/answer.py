@@ -11,7 +11,7 @@ import pandas as pd
 
 from numaplace.kinds import KINDS, groups
 from numaplace.core.text import counted
-from numaplace.core.stats import ALPHA
+from numaplace.core.stats import ALPHA, compared_by
 
 
 
@@ -109,12 +109,20 @@ def _group(runs, key, placement_id):
                 & (runs["threads"] == key["threads"]) & runs["current"].astype(bool) & (runs["status"] == "ok")]
 
 
-def _rates(a, b):
-    """The rates of two groups of current ok runs, in one unit for both: Mop/s where every
-    run has it, else 1 / time."""
-    if a["mops"].notna().all() and b["mops"].notna().all():
+def _rates(a, b, by="mops"):
+    """The rates of two groups of current ok runs, in one unit for both and in the
+    measure the cost was computed by (stats.compared_by): Mop/s, or 1 / time."""
+    if by == "mops" and a["mops"].notna().all() and b["mops"].notna().all():
         return list(a["mops"]), list(b["mops"])
     return list(1 / a["npb_time_s"].dropna()), list(1 / b["npb_time_s"].dropna())
+
+
+def _measured(r, side):
+    """A side's median as the cost was computed from it: '19.1 s', or for short runs
+    '1234 Mop/s, 0.05 s' (the percentage follows from the first number)."""
+    if r.get("compared_by") == "mops" and pd.notna(r.get(f"{side}_mops_median")):
+        return f"{r[f'{side}_mops_median']:.4g} Mop/s, {r[f'{side}_median_s']:.3g} s"
+    return f"{r[f'{side}_median_s']:.4g} s"
 
 
 def same_cpus_and_memory(r, desc):
@@ -174,14 +182,64 @@ def kernel_lines(best_worst, summary, runs):
                        f"({r['best_placement']} / {r['worst_placement']}: {_cost(r, None)}, {_noise(r)}){_rounds(r)}")
             continue
         bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
-        bm, wm = _rates(bg, wg)
-        shared = int(pd.concat([bg, wg])["shared_cpus"].astype(bool).sum()) if "shared_cpus" in runs else 0
-        flags = f"; {shared} of these runs shared their CPUs with other load" if shared else ""
+        bm, wm = _rates(bg, wg, r.get("compared_by", "mops"))
+        verdict = case_verdict(r, bg, wg)
         drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
-        out.append(f"{case}: best {r['best_placement']} ({r['best_median_s']:.3g} s), worst {r['worst_placement']} "
-                   f"({r['worst_median_s']:.3g} s): the wrong choice costs {_cost(r, cost_interval(bm, wm))}, "
-                   f"{_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{flags}{drift}{_rounds(r)}")
+        out.append(f"{case}: {verdict}: best {r['best_placement']} ({_measured(r, 'best')}), worst "
+                   f"{r['worst_placement']} ({_measured(r, 'worst')}): the wrong choice costs "
+                   f"{_cost(r, cost_interval(bm, wm))}, {_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}"
+                   f"{drift}{_rounds(r)}")
     return out
+
+
+def _shared(g):
+    """The runs of a group that shared their CPUs with other load (above fidelity's
+    foreign_load_max), and the range of that load's share."""
+    if "shared_cpus" not in g or not len(g):
+        return 0, ""
+    hit = g[g["shared_cpus"].astype(bool)]
+    if not len(hit) or "foreign_load_share" not in hit:
+        return len(hit), ""
+    lo, hi = 100 * hit["foreign_load_share"].min(), 100 * hit["foreign_load_share"].max()
+    return len(hit), f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} %"
+
+
+def case_verdict(r, best_runs, worst_runs):
+    """What the runs allow, said first: 'no conclusion: ...' when either side has fewer
+    than 2 runs that had their CPUs to themselves, else the verdict of the numbers after
+    it (beyond noise, within noise). Runs that shared their CPUs are counted unreliable
+    whether the case claims an effect or not."""
+    nb, nw = len(best_runs), len(worst_runs)
+    sb, rb = _shared(best_runs)
+    sw, rw = _shared(worst_runs)
+    quiet_b, quiet_w = nb - sb, nw - sw
+    if sb or sw:
+        ranges = ", ".join(x for x in dict.fromkeys((rb, rw)) if x)
+        shared = f"{'both' if sb == nb and sw == nw else f'{sb + sw} of {nb + nw}'} shared their CPUs" + \
+            (f" ({ranges} of their time taken by other load)" if ranges else "")
+    else:
+        shared = ""
+    if min(quiet_b, quiet_w) < 2:
+        runs = f"{nb} run{'s' * (nb != 1)} a side" if nb == nw else f"{nb} and {nw} runs"
+        return "no conclusion: " + ", ".join(x for x in (runs, shared) if x)
+    head = {"yes": "beyond noise", "no": "within noise: no placement effect told apart",
+            "unknown": "no conclusion: too few runs"}.get(str(r["differs"]), str(r["differs"]))
+    return head + (f" ({shared}: unreliable)" if shared else "")
+
+
+def busy_line(runs):
+    """How much of the study ran beside other load (first screen), or None: said once for
+    the whole study, effect or not."""
+    if runs is None or not len(runs) or "shared_cpus" not in runs:
+        return None
+    cur = runs[runs["current"].astype(bool)]
+    n, shared = len(cur), int(cur["shared_cpus"].astype(bool).sum())
+    if not shared:
+        return None
+    _, span = _shared(cur)
+    return (f"busy machine: {shared} of {n} runs shared their CPUs with other load"
+            + (f" ({span} of their time)" if span else "") + "; their numbers are unreliable and no case "
+            "rests a conclusion on them")
 
 
 def _more(n):
@@ -237,10 +295,16 @@ def serial_init_lines(summary, runs):
         return out
     # time saved by parallel first touch, relative to serial-init: from Mop/s where NPB
     # printed it (its timer's full precision), else from the printed times
-    by_mops = (pairs["mops_median_par"] > 0) & (pairs["mops_median_ser"] > 0)
-    pairs = pairs.assign(cost=np.where(by_mops, 100 * (1 - pairs["mops_median_ser"] / pairs["mops_median_par"]),
-                                       100 * (1 - pairs["time_median_s_par"] / pairs["time_median_s_ser"])))
-    pairs = pairs[pairs["cost"].notna()]
+    by_mops = pd.Series([compared_by(a, b, c, d) == "mops" for a, b, c, d in zip(
+        pairs["time_median_s_par"], pairs["time_median_s_ser"], pairs["mops_median_par"], pairs["mops_median_ser"])],
+        index=pairs.index, dtype=bool)
+    # the cost, or (negative) the saving, as a share of the slower one's time: 1 - fast/slow,
+    # so that "costs 6 %" and "saves 6 %" both follow from the two numbers printed beside them
+    par_rate = np.where(by_mops, pairs["mops_median_par"], 1 / pairs["time_median_s_par"])
+    ser_rate = np.where(by_mops, pairs["mops_median_ser"], 1 / pairs["time_median_s_ser"])
+    pairs = pairs.assign(cost=np.where(ser_rate <= par_rate, 100 * (1 - ser_rate / par_rate),
+                                       -100 * (1 - par_rate / ser_rate)))
+    pairs = pairs.assign(by_mops=by_mops)[pairs["cost"].notna()]
     from numaplace.core.cpulist import parse_cpulist
     # on one node serial initialisation puts the pages where first touch does: no effect;
     # under a memory policy (interleave, membind) the policy places them, not the first touch
@@ -257,18 +321,25 @@ def serial_init_lines(summary, runs):
         key = {"bench": bench, "class": cls, "threads": r["threads"]}
         par = _group(runs, {**key, "variant": "default"}, r["placement_id"])
         ser = _group(runs, {**key, "variant": "serial-init"}, r["placement_id"])
-        ci = cost_interval(*_rates(par, ser))
-        sign = 1 if r["cost"] >= 0 else -1          # "saves" says the negated cost and interval
-        if ci and sign < 0:
-            ci = (-ci[1], -ci[0])
+        sign = 1 if r["cost"] >= 0 else -1          # "saves": serial-init is the faster one
+        fast, slow = _rates(par, ser, "mops" if r["by_mops"] else "time")
+        ci = cost_interval(fast, slow) if sign > 0 else cost_interval(slow, fast)
         cost = f"{sign * r['cost']:.0f} %" + (f" [95 % CI {ci[0]:.0f} to {ci[1]:.0f} %]" if ci else "")
         beyond = ("beyond noise" if min(len(par), len(ser)) >= 2 and
                   (r["time_max_s_par"] < r["time_min_s_ser"] or r["time_max_s_ser"] < r["time_min_s_par"])
                   else "within noise" if min(len(par), len(ser)) >= 2 else "too few runs to tell")
         out.append(f"{str(bench).upper()} class {cls}: serial initialisation (every page on the master's node) "
                    f"{'costs' if sign > 0 else 'saves'} {cost} against parallel first touch on "
-                   f"{r['placement_par']} ({r['time_median_s_ser']:.3g} s vs {r['time_median_s_par']:.3g} s), {beyond}")
+                   f"{r['placement_par']} ({_pair_words(r)}), {beyond}")
     return out
+
+
+def _pair_words(r):
+    """Serial-init's and parallel first touch's medians in the measure the cost used."""
+    if r["by_mops"]:
+        return (f"{r['mops_median_ser']:.4g} vs {r['mops_median_par']:.4g} Mop/s, "
+                f"{r['time_median_s_ser']:.3g} s vs {r['time_median_s_par']:.3g} s")
+    return f"{r['time_median_s_ser']:.4g} s vs {r['time_median_s_par']:.4g} s"
 
 
 def why_lines(explain):
@@ -306,6 +377,9 @@ def why_lines(explain):
 def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
     lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"))]
+    busy = busy_line(tables.get("runs"))
+    if busy:
+        lines.append(busy)
     ks = kernel_lines(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
     npb = tables.get("runs")
     lines += serial_init_lines(tables.get("summary"), tables.get("runs"))

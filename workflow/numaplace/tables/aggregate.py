@@ -12,9 +12,10 @@ Conventions (also in the report's captions):
 - Best/worst per (bench, class, variant, threads): lowest/highest median time (ties:
   higher/lower median Mop/s, then label). improvement_pct = 100·(worst − best)/worst,
   the time saved by moving from the worst placement to the best; speedup = worst/best;
-  both from the median Mop/s where there is one (NPB derives it from its full-precision
-  timer, while it prints the time to 0.01 s: compared_by says which), and
-  below_resolution when the two differ by less than two printed units.
+  both from the median times where both are ≥ 1 s, else from the median Mop/s where
+  there is one (NPB derives it from its full-precision timer, while it prints the time
+  to 0.01 s): compared_by says which, and the answer prints that measure beside the
+  cost; below_resolution when the two differ by less than two printed units.
 - "Beyond run-to-run noise" (differs): yes when the best and worst min–max ranges do
   not overlap, no when they do, unknown when either has fewer than 2 ok runs. With
   ≥ 3 runs on both sides mwu_p also gives the exact two-sided Mann-Whitney U
@@ -312,7 +313,7 @@ def best_worst_table(summary, runs):
             row.update({f"{side}_placement": s["placement"], f"{side}_placement_id": s["placement_id"],
                         f"{side}_n": int(s["n"]), f"{side}_median_s": s["time_median_s"],
                         f"{side}_min_s": s["time_min_s"], f"{side}_max_s": s["time_max_s"],
-                        f"{side}_n_drift": int(s["n_drift"])})
+                        f"{side}_n_drift": int(s["n_drift"]), f"{side}_mops_median": s["mops_median"]})
         row.update(improvement(best, worst))
         bt = ok_times.get(tuple(best[k] for k in GROUP_KEYS), [])
         wt = ok_times.get(tuple(worst[k] for k in GROUP_KEYS), [])
@@ -345,7 +346,7 @@ def best_worst_table(summary, runs):
         out.append(row)
     cols = CASE_KEYS + ["n_placements", "n_placements_planned"] + [
         f"{side}_{c}" for side in ("best", "worst")
-        for c in ("placement", "placement_id", "n", "median_s", "min_s", "max_s", "n_drift")] + [
+        for c in ("placement", "placement_id", "n", "median_s", "min_s", "max_s", "n_drift", "mops_median")] + [
         "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
         "reps_needed", "runner_up_placement", "runner_up_placement_id", "runner_up_median_s", "runner_up_mwu_p",
         "runner_up_reps_needed", "rests_on_drift", "stopped_after", "rounds_max", "stopped_by", "stop_reason",
