@@ -254,7 +254,9 @@ def test_report_in_browser(study, tmp_path):
         text = page.evaluate("document.body.innerText")
         # the landing page answers first: per case, best, worst and what the wrong choice costs
         assert "The answer" in text, text[:2000]
-        assert text.index("The answer") < text.index("machine: ") < text.index("Every run of the study's plan")
+        # the machine first (its model, then its matrices where measured), then the answer
+        assert text.index("The machine: ") < text.index("The answer") < \
+            text.index("machine: ", text.index("The answer")) < text.index("Every run of the study's plan")
         answer = (wf / "report/quick/answer.txt").read_text().splitlines()
         assert answer[0].startswith("machine: 1 NUMA node")
         best_worst = pd.read_csv(wf / "results/quick/tables/best_worst.csv")

@@ -25,6 +25,8 @@ class Topology:
     cluster: dict = field(default_factory=dict)     # scheduler settings (profiles)
     siblings: dict = field(default_factory=dict)    # CPU → its core's hardware threads (SMT only)
     caches: list = field(default_factory=list)      # [{level, type, size_kb, shared_cpus}] (sizes named DRAM, LLC...)
+    model: str = ""                                 # CPU model name (/proc/cpuinfo), for the report's machine line
+    sockets: int = 0                                # physical packages (sysfs physical_package_id), 0: unknown
     allowed: dict = field(default_factory=dict)     # what the process may use, when less than the machine:
     #   {"cpus": [...], "nodes": [...], "source": "cpuset" | "affinity mask", "machine_nodes": n, "machine_cpus": n}
 
@@ -146,6 +148,10 @@ class Topology:
                 "nodes": {str(n): format_cpulist(c) for n, c in sorted(self.nodes.items())},
                 "memory_mb": {str(n): m for n, m in sorted(self.memory_mb.items())},
                 "distances": self.distances,
+                **({"model": self.model} if self.model else {}), **({"sockets": self.sockets} if self.sockets else {}),
+                **({"caches": self.caches} if self.caches else {}),
+                **({"smt_siblings": sorted({format_cpulist(s) for s in self.siblings.values()},
+                                           key=lambda t: parse_cpulist(t)[0])} if self.siblings else {}),
                 **({"allowed": {"cpus": format_cpulist(self.allowed["cpus"]),
                                 "nodes": format_cpulist(self.allowed["nodes"]),
                                 "source": self.allowed["source"]}} if self.allowed else {})}
@@ -168,7 +174,7 @@ class Topology:
                 siblings[c] = mine
         return Topology(self.name, {n: [c for c in self.nodes[n] if c in cpus] for n in keep},
                         {n: (self.memory_mb.get(n, 0) if n in mems else 0) for n in keep}, dist,
-                        self.launcher, self.description, self.cluster, siblings, self.caches,
+                        self.launcher, self.description, self.cluster, siblings, self.caches, self.model, self.sockets,
                         {"cpus": sorted(cpus & set(self.cpus)), "nodes": sorted(mems & set(self.node_ids)),
                          "source": source, "machine_nodes": len(self.node_ids), "machine_cpus": len(self.cpus),
                          "machine_node_ids": self.node_ids, "machine_cpu_ids": self.cpus})
@@ -312,7 +318,26 @@ def _whole_from_sysfs(root, name):
         distances.append([int(x) for x in f.read_text().split()] if f.exists() else [])
     if any(len(r) != len(nodes) for r in distances):
         distances = None
-    return Topology(name, nodes, mem, distances, description="read from sysfs", siblings=siblings, caches=caches)
+    return Topology(name, nodes, mem, distances, description="read from sysfs", siblings=siblings, caches=caches,
+                    model=cpu_model(), sockets=count_sockets(root.parent / "cpu"))
+
+
+def cpu_model(cpuinfo="/proc/cpuinfo"):
+    """The CPU's model name ('AMD EPYC 9654 96-Core Processor'), or '' where not given."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "cpu model")) and ":" in line:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def count_sockets(cpu_root):
+    """Physical packages: distinct physical_package_id of the CPUs (0 where sysfs has none)."""
+    ids = {_read_text(f) for f in Path(cpu_root).glob("cpu[0-9]*/topology/physical_package_id")}
+    return len(ids - {None, "-1"})
 
 
 def platform_path(name, config_dir):

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import jinja2
 import markdown
+import pandas as pd
 
 from numaplace import __version__
 from numaplace.core.artifacts import ANSWER_FILE
+from numaplace.report.machine import MACHINE_FILE, matrix_html
 from numaplace.kinds import table_captions
 
 TEMPLATE = "report.html.j2"
@@ -49,6 +51,10 @@ def write_html(out, tables_dir, summary_md, study, description=None, plan_rows=N
     out, tables_dir, summary_md = Path(out), Path(tables_dir), Path(summary_md)
     answer_path = summary_md.parent / ANSWER_FILE
     answer = answer_path.read_text().splitlines() if answer_path.exists() else []
+    machine_path = summary_md.parent / MACHINE_FILE
+    machine = machine_path.read_text().splitlines()[:1] if machine_path.exists() else []
+    matrix = tables_dir / "memory_matrix.csv"
+    matrices = matrix_html(pd.read_csv(matrix)) if matrix.exists() and matrix.stat().st_size else ""
     text = summary_md.read_text() if summary_md.exists() else ""
     # the summary's own title and answer lead the page already: the summary from its next section
     first = text.find("\n## ", text.find("## The answer") + 1) if "## The answer" in text else -1
@@ -61,6 +67,7 @@ def write_html(out, tables_dir, summary_md, study, description=None, plan_rows=N
                              autoescape=jinja2.select_autoescape(["html", "j2"]))
     page = env.get_template(TEMPLATE).render(
         study=study, description=description or "", answer=answer, summary=jinja2.filters.Markup(body),
+        machine=machine, matrices=jinja2.filters.Markup(matrices),
         tables=tables, tables_dir=tables_dir.as_posix(), plan_rows=plan_rows, version=__version__,
         made=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), shown=TABLE_ROWS_SHOWN)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from numaplace.kinds import KINDS, groups, table_captions
 from numaplace.judge.fidelity import thresholds_of
 from numaplace.tables import aggregate
 from numaplace.figures import plots
+from numaplace.report.machine import MACHINE_FILE, machine_lines
 from numaplace.core.text import counted
 
 LIST_MAX = 200          # rows listed per section of summary.md (the CSVs hold them all)
@@ -170,7 +171,8 @@ def system_markdown(runs):
 
 # -- summary.md ----------------------------------------------------------------------
 
-def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None, answer=()):
+def summary_markdown(tables, manifest, study=None, description=None, tables_link=None, plan=None, answer=(),
+                     machine=()):
     """summary.md: the answer first, then the evidence behind it, section by section. A
     study of kinds that are not compared per placement (the memory micro-benchmarks) leads
     with their own sections and has no placement-comparison sections."""
@@ -184,6 +186,8 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
     if description:
         out += [description, ""]
     out += _facts_markdown(runs, current, summary, npb)
+    if machine:                       # the machine first, then the answer (as MLC prints it)
+        out += ["## The machine", "", f"Ran on: {machine[0]}", ""] + (["```", *machine[1:], "```", ""] if machine[1:] else [])
     out += answer_markdown(bw, manifest, answer, npb, summary)
     if not npb:
         out += kinds_markdown(tables)
@@ -393,6 +397,12 @@ def _read_json(path):
         return {}
 
 
+def study_topology(results_dir):
+    """The machine the study's runs recorded (their topology), or None before any run."""
+    from numaplace.record.store import iter_records
+    return next((r.get("topology") for r in iter_records(Path(results_dir)) if r.get("topology")), None)
+
+
 def study_answer(tables, results_dir):
     """The answer's lines for a study's results folder: its tables, the machine of its
     records, what the plan left out as not applicable, and the estimate beside the real
@@ -403,7 +413,7 @@ def study_answer(tables, results_dir):
     from numaplace.record.store import iter_records
     from numaplace.core.artifacts import NOT_APPLICABLE, PLAN_ESTIMATE
     results_dir = Path(results_dir)
-    topology = next((r.get("topology") for r in iter_records(results_dir) if r.get("topology")), None)
+    topology = study_topology(results_dir)
     na = results_dir / NOT_APPLICABLE
     not_applicable = na.read_text().splitlines() if na.exists() else []
     estimate_line = None
@@ -436,9 +446,12 @@ def write_summary(tables_dir, figures_dir, out, study=None, description=None, pl
     plan = aggregate.read_plan(plan_path)
     from numaplace.core.artifacts import ANSWER_FILE
     answer = study_answer(tables, Path(plan_path).parent) if plan_path else []
+    machine = machine_lines(study_topology(Path(plan_path).parent) if plan_path else None,
+                            tables.get("memory_matrix"))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
+    (Path(out).parent / MACHINE_FILE).write_text("".join(line + "\n" for line in machine))
     (Path(out).parent / ANSWER_FILE).write_text("".join(line + "\n" for line in answer))
-    text = summary_markdown(tables, manifest, study, description, link, plan, answer)
+    text = summary_markdown(tables, manifest, study, description, link, plan, answer, machine)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
     return out
