@@ -49,11 +49,17 @@ def test_machine_line_from_the_matrix_beside_slit():
          "memory_node": m, "median": 10000.0 if r == m else 6000.0} for r in (0, 1) for m in (0, 1)])
     topo = {"nodes": {"0": "0-7", "1": "8-15"}, "distances": [[10, 21], [21, 10]]}
     assert machine_line(matrix, topo) == (
-        "machine: 2 NUMA nodes · latency local 100 ns, remote 150 ns (remote/local 1.50x, mean of 2 cells) · "
-        "read bandwidth local 10.0 GB/s, remote 6.0 GB/s (remote/local 0.60x, mean of 2 cells) · SLIT remote/local 2.1x")
+        "machine: 2 NUMA nodes · latency local 100 ns (1 thread, mean of 2 nodes' own cells), remote 150 ns "
+        "(remote/local 1.50x, mean of 2 cells) · read bandwidth local 10.0 GB/s (1 thread, mean of 2 nodes' own cells), "
+        "remote 6.0 GB/s (remote/local 0.60x, mean of 2 cells) · SLIT remote/local 2.1x")
     ring = {"nodes": {str(n): str(n) for n in range(4)},
             "distances": [[10, 16, 22, 16], [16, 10, 16, 22], [22, 16, 10, 16], [16, 22, 16, 10]]}
     assert machine_line(matrix, ring).endswith("SLIT remote/local 1.6x, 2.2x (2 distance classes)")
+    # a contention run (2 threads) is no cell of the matrix: never averaged into the headline
+    busy = pd.concat([matrix, pd.DataFrame([{"bench": "membw", "mode": "parallel", "via": "first-touch",
+                                             "size_bytes": 1 << 28, "reader_node": 0, "memory_node": 0,
+                                             "median": 40000.0}])])
+    assert machine_line(busy, topo) == machine_line(matrix, topo)
     runs = pd.DataFrame([{"bench": "membw", "current": True, "shared_cpus": s} for s in (True, False, False)])
     assert machine_line(matrix, topo, runs).endswith("1 of these 3 memory runs shared their CPUs with other load")
     assert machine_line(None, {"nodes": {"0": "0-1"}}).startswith("machine: 1 NUMA node; no memory matrix measured")
@@ -72,8 +78,8 @@ def test_a_memory_only_node_is_said_apart_never_averaged_into_remote():
             "reader_node": r, "memory_node": m, "median": v} for (r, m), v in bw.items()])
     topo = {"nodes": {"0": "0-1", "1": "2-3", "2": ""}, "distances": [[10, 20, 24], [20, 10, 24], [24, 24, 10]]}
     line = machine_line(matrix, topo)
-    assert line.startswith("machine: 3 NUMA nodes (2 with CPUs, 1 memory only) · latency local 100 ns, remote 150 ns "
-                           "(remote/local 1.50x, mean of 2 cells)")
+    assert line.startswith("machine: 3 NUMA nodes (2 with CPUs, 1 memory only) · latency local 100 ns (1 thread, mean "
+                           "of 2 nodes' own cells), remote 150 ns (remote/local 1.50x, mean of 2 cells)")
     assert "node 2: memory only: latency 2x local from nodes 0,1, bandwidth 0.5x local from nodes 0,1" in line
 
 

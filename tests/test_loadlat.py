@@ -188,7 +188,9 @@ def test_the_curve_and_the_answer_name_idle_and_heaviest_load(tables):
     heavy = curves.loc[curves["load_mbps"].idxmax()]
     idle = curves[curves["delay"] == -1].iloc[0]
     (line,) = k.answer(tables)
-    assert line.startswith("loaded latency (compact 2, memory on node 0): idle ")
+    # this real record (a 2-CPU VM) is one physics rules out: its latency fell under load,
+    # so the line leads with that and keeps its numbers after (issue 41.3)
+    assert line.startswith("loaded latency (compact 2, memory on node 0): not a result: the latency fell under load")
     assert f"idle {idle['latency_ns']:.0f} ns; {heavy['latency_ns']:.0f} ns" in line
     assert f"under {heavy['load_mbps'] / 1000:.1f} GB/s of load from nodes 0" in line
 
@@ -220,3 +222,21 @@ def test_the_answer_says_when_other_load_shared_the_cpus(tables):
     assert busy.endswith("; measured while other load shared its CPUs")
     (quiet,) = kind("loadlat").answer({**tables, "runs": runs.assign(shared_cpus=False)})
     assert "shared" not in quiet
+
+
+def test_a_curve_physics_rules_out_is_flagged_and_kept_out_of_the_headline():
+    """Issue 41.3: a latency that falls under load, or an idle latency 4x memlat's own on
+    the same node, leads its line with "not a result" (the numbers after, named)."""
+    import pandas as pd
+    from numaplace.kinds.loadlat import implausible
+    idle = {"latency_ns": 2757.0, "size_bytes": 128 << 20}
+    heavy = {"latency_ns": 2144.0, "memory_node": 0}
+    matrix = pd.DataFrame([{"bench": "memlat", "mode": "chase", "size_bytes": 128 << 20, "via": "first-touch",
+                            "reader_node": 0, "memory_node": 0, "median": 491.0},
+                           {"bench": "memlat", "mode": "chase", "size_bytes": 1 << 20, "via": "first-touch",
+                            "reader_node": 0, "memory_node": 0, "median": 4.0}])
+    doubts = implausible(idle, heavy, matrix)
+    assert doubts == ["the latency fell under load (2757 ns idle, 2144 ns loaded)",
+                      "idle 2757 ns is 5.6x memlat's 491 ns on node 0 at 128 MiB"]
+    assert implausible({"latency_ns": 500.0, "size_bytes": 128 << 20}, {"latency_ns": 900.0, "memory_node": 0},
+                       matrix) == []

@@ -260,10 +260,13 @@ class LoadLat(MicroBench):
         runs = tables.get("runs")
         lines = []
         for idle, heavy in self._ends(table):
-            line = (f"loaded latency ({heavy['placement']}, memory on node {heavy['memory_node']}): "
-                    f"idle {idle['latency_ns']:.0f} ns; {heavy['latency_ns']:.0f} ns "
-                    f"({heavy['latency_ns'] / idle['latency_ns'] - 1:+.0%}) under "
-                    f"{heavy['load_mbps'] / 1000:.1f} GB/s of load from nodes {_nodes(heavy['load_nodes'])}")
+            numbers = (f"idle {idle['latency_ns']:.0f} ns; {heavy['latency_ns']:.0f} ns "
+                       f"({heavy['latency_ns'] / idle['latency_ns'] - 1:+.0%}) under "
+                       f"{heavy['load_mbps'] / 1000:.1f} GB/s of load from nodes {_nodes(heavy['load_nodes'])}")
+            doubts = implausible(idle, heavy, tables.get("memory_matrix"))
+            where = f"loaded latency ({heavy['placement']}, memory on node {heavy['memory_node']})"
+            # a curve physics rules out is said first and kept out of the headline
+            line = f"{where}: not a result: {'; '.join(doubts)} ({numbers})" if doubts else f"{where}: {numbers}"
             if runs is not None and "shared_cpus" in runs:
                 mine = runs[(runs["bench"] == self.name) & (runs["placement_id"] == heavy["placement_id"])
                             & runs["current"].astype(bool)]
@@ -271,6 +274,31 @@ class LoadLat(MicroBench):
                     line += "; measured while other load shared its CPUs"
             lines.append(line)
         return lines
+
+
+FELL_UNDER_LOAD = 0.95              # the heaviest load's latency below 95 % of idle: no curve
+IDLE_VS_MEMLAT = 2.0                # idle latency beyond 2x (or under 1/2) memlat's own cell
+
+
+def implausible(idle, heavy, memory_matrix):
+    """Why a curve's ends cannot be what they say, or []: a latency that falls under load
+    (a loader that drew nothing, a chain that fits a cache), an idle latency far from
+    memlat's own measurement of the same node at the nearest size (the same chase)."""
+    out = []
+    if heavy["latency_ns"] < FELL_UNDER_LOAD * idle["latency_ns"]:
+        out.append(f"the latency fell under load ({idle['latency_ns']:.0f} ns idle, "
+                   f"{heavy['latency_ns']:.0f} ns loaded)")
+    m = memory_matrix
+    if m is not None and len(m) and "bench" in m:
+        node = heavy["memory_node"]
+        cells = m[(m["bench"] == "memlat") & (m["memory_node"] == node) & (m["reader_node"] == node)]
+        if len(cells) and node == node:
+            near = cells.iloc[(cells["size_bytes"] - idle["size_bytes"]).abs().argsort()[:1]].iloc[0]
+            ratio = idle["latency_ns"] / near["median"]
+            if not 1 / IDLE_VS_MEMLAT <= ratio <= IDLE_VS_MEMLAT:
+                out.append(f"idle {idle['latency_ns']:.0f} ns is {ratio:.1f}x memlat's {near['median']:.0f} ns on node "
+                           f"{int(node)} at {int(near['size_bytes']) / 2**20:.0f} MiB")
+    return out
 
 
 register(LoadLat("loadlat", "loadlat loaded latency", "value", "ns", False))

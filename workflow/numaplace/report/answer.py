@@ -12,6 +12,7 @@ import pandas as pd
 from numaplace.kinds import KINDS, groups
 from numaplace.core.text import counted
 from numaplace.core.stats import ALPHA, compared_by
+from numaplace.report.machine import node_matrices
 
 
 
@@ -39,22 +40,24 @@ def machine_line(matrix, topology, runs=None):
         return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
                "of memlat and membw to see local vs remote)"
     parts = [head]
-    top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
-    for bench, what, unit, fmt, scale in (("memlat", "latency", "ns", ".0f", 1.0),
-                                          ("membw", "read bandwidth", "GB/s", ".1f", 1e-3)):
-        m = top[top["bench"] == bench]
-        if not len(m):
-            continue
-        local = m[m["reader_node"] == m["memory_node"]]["median"]
+    # the numbers of the matrices printed beside the answer (report.machine), one thread a cell
+    grids = node_matrices(matrix)
+    for what, m in grids.items():
+        g, unit, fmt = m["grid"], m["unit"], m["fmt"]
+        local = [g.loc[n, n] for n in g.index if n in g.columns and pd.notna(g.loc[n, n])]
         # remote over the interconnect; a memory-only node (CXL, HBM) is another kind of
         # memory, said apart, never averaged into "remote"
-        remote = m[(m["reader_node"] != m["memory_node"]) & ~m["memory_node"].isin(memory_only)]["median"]
-        if len(remote):
-            parts.append(f"{what} local {_mean(local) * scale:{fmt}} {unit}, remote {_mean(remote) * scale:{fmt}} {unit} "
+        remote = [g.loc[r, c] for r in g.index for c in g.columns
+                  if r != c and c not in memory_only and pd.notna(g.loc[r, c])]
+        if not local:
+            continue
+        own = f"node {g.index[0]} to {g.index[0]}" if len(local) == 1 else f"mean of {len(local)} nodes' own cells"
+        if remote:
+            parts.append(f"{what} local {_mean(local):{fmt}} {unit} (1 thread, {own}), remote {_mean(remote):{fmt}} {unit} "
                          f"(remote/local {_mean(remote) / _mean(local):.2f}x, mean of {len(remote)} cells)")
         else:
-            parts.append(f"{what} {_mean(local) * scale:{fmt}} {unit} (local only)")
-    parts += memory_only_words(top, memory_only, topology)
+            parts.append(f"{what} {_mean(local):{fmt}} {unit} (1 thread, {own}; local only)")
+    parts += memory_only_words(grids, memory_only, topology)
     if slit:
         parts.append(slit)
     if runs is not None and len(runs) and "shared_cpus" in runs:
@@ -65,26 +68,29 @@ def machine_line(matrix, topology, runs=None):
     return " · ".join(parts)
 
 
-def memory_only_words(top, memory_only, topology):
-    """Per memory-only node: its latency and bandwidth over each reader's local cell, and
-    its memory tier where the kernel gave one ('node 2: memory only, tier 2: latency 1.9x
-    local from node 0, bandwidth 0.52x')."""
-    tiers = {int(n): t for t, ns in ((topology or {}).get("tiers") or {}).items() for n in ns} \
-        if isinstance((topology or {}).get("tiers"), dict) else {}
+def memory_only_words(grids, memory_only, topology):
+    """Per memory-only node: its latency and bandwidth over each reader's local cell (of
+    the matrices printed beside), and its memory tier where the kernel gave one ('node 2:
+    memory only, tier 2: latency 1.9x local from node 0, bandwidth 0.52x')."""
+    tiers = {}
+    for t in (topology or {}).get("tiers") or []:
+        if isinstance(t, dict):
+            tiers.update({int(n): t.get("tier") for n in t.get("nodes", [])})
     out = []
     for node in memory_only:
         said = []
-        for bench, what in (("memlat", "latency"), ("membw", "bandwidth")):
-            m = top[top["bench"] == bench]
-            local = {int(r.reader_node): float(r.median) for r in m[m["reader_node"] == m["memory_node"]].itertuples()}
-            cells = [(int(r.reader_node), float(r.median)) for r in m[m["memory_node"] == node].itertuples()
-                     if int(r.reader_node) in local]
+        for what, m in grids.items():
+            g = m["grid"]
+            if node not in g.columns:
+                continue
+            cells = [(r, g.loc[r, node] / g.loc[r, r]) for r in g.index
+                     if r in g.columns and pd.notna(g.loc[r, node]) and pd.notna(g.loc[r, r])]
             if cells:
-                ratios = [v / local[r] for r, v in cells]
-                readers = ",".join(str(r) for r, _ in sorted(cells))
-                said.append(f"{what} {_mean(ratios):.2g}x local from node{'s' * (len(cells) > 1)} {readers}")
+                readers = ",".join(str(r) for r, _ in cells)
+                said.append(f"{what.split()[-1]} {_mean([x for _, x in cells]):.2g}x local from "
+                            f"node{'s' * (len(cells) > 1)} {readers}")
         if said:
-            tier = f", tier {tiers[node]}" if node in tiers else ""
+            tier = f", tier {tiers[node]}" if tiers.get(node) is not None else ""
             out.append(f"node {node}: memory only{tier}: " + ", ".join(said))
     return out
 
