@@ -270,7 +270,7 @@ CLASSES = {
     "rig": "needs a real rig: the NUMA VM, Slurm and its Torque wrappers, NASA's NPB tarballs, "
            "valgrind, Chromium, or root to run as user nobody",
 }
-RIG_MODULES = {"test_numa_vm", "test_numa_vm_system", "test_memory_numa_vm"}
+RIG_MODULES = {"test_numa_vm", "test_numa_vm_system", "test_memory_numa_vm", "test_numa_vm_servers"}
 RIG_FIXTURES = {"slurm", "nasa_npb", "official_build"}
 RIG_CALLS = {"find_chromium",          # tests/browser/cdp.py: a real Chromium
              "_as_nobody"}             # test_system.py: root, to drop to user nobody
