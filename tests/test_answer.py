@@ -147,3 +147,22 @@ def test_a_case_whose_runs_shared_their_cpus_leads_with_no_conclusion():
     lines = answer_lines({**t, "runs": runs})
     busy = [line for line in lines if line.startswith("busy machine: ")]
     assert busy and lines.index(busy[0]) == 1 and "runs shared their CPUs with other load (60-96 % of their time)" in busy[0]
+
+
+def test_not_applicable_says_every_reason_and_no_study_paths():
+    """Nine items: every distinct reason, counted, none cut to three, no experiments[5]
+    (...) leaking from the study file; what was sized or sampled said after."""
+    from numaplace.report.answer import decision_lines
+    na = ([f"experiments[{i}] (e{i}).placements[1]: not applicable here: 1 NUMA node: spread 2 would be compact 2"
+           for i in range(6)] + ["experiments[5] (remote).memory[0] for compact node (2): not applicable here: "
+                                 "1 NUMA node with memory, none of them away from the threads' node 0",
+                                 "experiments[5] (remote): left out: none of its placements exists on this machine (auto)",
+                                 "experiments[7] (x).placements[0]: not applicable here: compact 2: this allocation "
+                                 "has 1 core (CPUs 3, affinity mask)"])
+    lines = decision_lines(na)
+    assert lines == ["not applicable here (9 items; not_applicable.txt): 1 NUMA node: spread 2 would be compact 2 (x6); "
+                     "1 NUMA node with memory, none of them away from the threads' node 0; an experiment with none of "
+                     "its placements here; compact 2: this allocation has 1 core (CPUs 3, affinity mask)"]
+    sized = decision_lines({"not_applicable": [], "sizing": [
+        "experiments[4] (memory-loaded-latency): --sizes DRAM stepped down to 292 MiB a buffer: ..."]})
+    assert sized == ["decided for this machine: memory-loaded-latency: --sizes DRAM stepped down to 292 MiB a buffer: ..."]

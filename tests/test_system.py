@@ -457,7 +457,7 @@ def test_summary_shows_the_settings_and_flags_a_study_whose_runs_differ(tmp_path
     text = report.summary_markdown(tables, None, "vmbalancing")
     section = text.split("## The machine as the kernel saw it")[1].split("\n## ")[0]
     assert "| automatic NUMA balancing (start) | DIFFERS: " in section, section
-    assert "| transparent huge pages | never | all |" in section, section
+    assert "| transparent huge pages | never | none |" in section, section
     assert "**The runs differ in automatic NUMA balancing (start), automatic NUMA balancing (end)**" in section
     assert "Automatic NUMA balancing was on in 3 run(s)" in section and "1 run(s) had pages moved" in section
     # one setting throughout: nothing flagged

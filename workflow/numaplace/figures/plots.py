@@ -40,7 +40,7 @@ from numaplace.core.text import counted  # noqa: E402
 FIGURES = figure_titles()
 KINDS = tuple(FIGURES)
 COLORS = {"bar": "#4c72b0", "best": "#2ca02c", "worst": "#d62728", "default": "#4c72b0",
-          "serial-init": "#dd8452", "drift": "#7f7f7f"}
+          "serial-init": "#dd8452", "drift": "#7f7f7f", "one": "#9e9e9e"}
 MANIFEST = "figures.csv"
 
 
@@ -242,20 +242,28 @@ def best_worst_figures(best_worst, w):
         h = 0.36
         xmax = np.nanmax(g[["best_max_s", "worst_max_s"]].to_numpy(dtype=float)) if len(g) else 1.0
         xmax = xmax if np.isfinite(xmax) and xmax > 0 else 1.0
+        one = (g["best_placement_id"] == g["worst_placement_id"]).to_numpy()
         for side, off in (("best", h / 2), ("worst", -h / 2)):
-            _whisker_bars(ax, y + off, g[f"{side}_median_s"], g[f"{side}_min_s"], g[f"{side}_max_s"],
-                          COLORS[side], h * 0.95)
-            for yi, (_, r) in zip(y, g.iterrows()):
+            # a case of one placement is one grey bar: neither best nor worst of anything
+            keep = ~one if side == "worst" else np.ones(len(g), bool)
+            colors = [COLORS["one"] if o and side == "best" else COLORS[side] for o in one]
+            _whisker_bars(ax, (y + np.where(one, 0.0, off))[keep], g[f"{side}_median_s"][keep],
+                          g[f"{side}_min_s"][keep], g[f"{side}_max_s"][keep], [c for c, k in zip(colors, keep) if k],
+                          h * 0.95)
+            for yi, o, (_, r) in zip(y, one, g.iterrows()):
+                if o and side == "worst":
+                    continue
+                off_i = 0.0 if o else off
                 x = r[f"{side}_max_s"] if pd.notna(r[f"{side}_max_s"]) else 0
                 label = textwrap.shorten(str(r[f"{side}_placement"]), 70, placeholder="…")
-                ax.text(x + 0.01 * xmax, yi + off, f"{label}  {r[f'{side}_median_s']:.2f} s",
+                ax.text(x + 0.01 * xmax, yi + off_i, f"{label}  {r[f'{side}_median_s']:.2f} s",
                         va="center", fontsize=8)
         ticks = []
         for _, r in g.iterrows():
             t = int(r["threads"])
             tick = counted(t, 'thread')
             if r["best_placement_id"] == r["worst_placement_id"]:
-                tick += "\none placement"
+                tick += "\none placement:\nnothing to compare"
             elif r["best_median_s"] == r["worst_median_s"]:
                 tick += "\nsame median"
             elif r["below_resolution"] in (True, "True"):

@@ -112,13 +112,26 @@ def expand_spec(spec, topo, where, entry):
     return out
 
 
+NOT_HERE, LEFT_OUT = ": not applicable here: ", ": left out: "
+
+
+def not_applicable_record(line):
+    """A not-applicable line as data for the report: {entry, what: not-applicable |
+    left-out, why} (the lines are written by skip() below and by the study, nowhere else)."""
+    for sep, what in ((NOT_HERE, "not-applicable"), (LEFT_OUT, "left-out")):
+        if sep in line:
+            entry, why = line.split(sep, 1)
+            return {"entry": entry, "what": what, "why": why}
+    return {"entry": "", "what": "note", "why": line}
+
+
 def expand_experiment(exp, defaults, topo, where, entry, not_applicable=None, notes=None):
     """All concrete placements of one experiment (specs × memory policies × bindings).
     What cannot exist on this machine is left out, with one line per spec and memory
     target appended to not_applicable ("<entry>: not applicable here: <why>"); what was
     decided for this machine (a sampled matrix) appended to notes."""
     def skip(e, why):
-        line = f"{e}: not applicable here: {why}"
+        line = f"{e}{NOT_HERE}{why}"
         if not_applicable is not None and line not in not_applicable:
             not_applicable.append(line)
 

@@ -23,7 +23,7 @@ from numaplace.plan.launch import command
 from numaplace.core.loader import load_mapping
 from numaplace.plan import budget
 from numaplace.plan.placement import MEMORY_SPECS
-from numaplace.plan.expand import expand_experiment
+from numaplace.plan.expand import LEFT_OUT, expand_experiment, not_applicable_record
 from numaplace.plan.rounds import Repetitions
 from numaplace.core.schema import Section, setting, validate_study
 from numaplace.machine.system import check_study as check_system
@@ -143,7 +143,7 @@ class Study:
             placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable,
                                            self.sizing_notes)
             if not placements:
-                self.not_applicable.append(f"{entry}: left out: none of its placements exists on this "
+                self.not_applicable.append(f"{entry}{LEFT_OUT}none of its placements exists on this "
                                            f"machine ({self.topology.name})")
                 continue
             for p in placements:
@@ -376,7 +376,11 @@ class Study:
             {"runs": len(self.runs), "runs_s": est.total - est.builds, "builds_s": est.builds,
              "builds": [str(Path(self.build_record(*b)).resolve()) for b in self.builds_to_do()],
              "speed": self.speed._asdict(), "per_experiment_s": est.per_experiment,
-             "per_run_s": {k: round(v, 2) for k, v in est.per_run.items()}}, indent=1))
+             "per_run_s": {k: round(v, 2) for k, v in est.per_run.items()},
+             # what the plan decided for this machine, as data the report reads (never its text parsed back)
+             "decisions": {"not_applicable": [not_applicable_record(x) for x in self.not_applicable],
+                           "machine": self.machine_notes(), "sizing": self.sizing_notes,
+                           "budget": self.budget_notes}}, indent=1))
 
     def machine_notes(self):
         """What about the machine shapes the plan: an allocation, memory-only nodes,

@@ -168,10 +168,11 @@ def _noise(r):
     return noise
 
 
-def kernel_lines(best_worst, summary, runs):
+def answer_cases(best_worst, summary, runs):
     """Per kernel and class: the case (variant, threads) where the wrong placement costs
-    most. Best and worst on the same CPUs with the same memory differ only in binding or
-    launcher: that is said as such, never as a placement effect."""
+    most, as data (answer.json) with its line (answer.txt). Best and worst on the same CPUs
+    with the same memory differ only in binding or launcher: that is said as such, never as
+    a placement effect."""
     out = []
     if best_worst is None or not len(best_worst):
         return out
@@ -182,20 +183,30 @@ def kernel_lines(best_worst, summary, runs):
         placed = g[[not same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
         r = (placed if len(placed) else g).iloc[0]
         case = f"{str(bench).upper()} class {cls} ({r['variant']}, {counted(r['threads'], 'thread')})"
+        data = {"bench": str(bench), "class": str(cls), "variant": str(r["variant"]), "threads": int(r["threads"]),
+                "row": r, "best": desc.get(r["best_placement_id"]), "worst": desc.get(r["worst_placement_id"])}
         if not len(placed):
-            out.append(f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
-                       f"memory, {_what_differs(desc.get(r['best_placement_id']), desc.get(r['worst_placement_id']))} "
-                       f"({r['best_placement']} / {r['worst_placement']}: {_cost(r, None)}, {_noise(r)}){_rounds(r)}")
+            data.update(verdict="binding or launcher only", interval=None, line=(
+                f"{case}: no placement effect to show: best and worst run on the same CPUs with the same "
+                f"memory, {_what_differs(data['best'], data['worst'])} "
+                f"({r['best_placement']} / {r['worst_placement']}: {_cost(r, None)}, {_noise(r)}){_rounds(r)}"))
+            out.append(data)
             continue
         bg, wg = _group(runs, r, r["best_placement_id"]), _group(runs, r, r["worst_placement_id"])
         bm, wm = _rates(bg, wg, r.get("compared_by", "mops"))
-        verdict = case_verdict(r, bg, wg)
+        verdict, ci = case_verdict(r, bg, wg), cost_interval(bm, wm)
         drift = "; rests on runs whose pages or threads drifted" if bool(r["rests_on_drift"]) else ""
-        out.append(f"{case}: {verdict}: best {r['best_placement']} ({_measured(r, 'best')}), worst "
-                   f"{r['worst_placement']} ({_measured(r, 'worst')}): the wrong choice costs "
-                   f"{_cost(r, cost_interval(bm, wm))}, {_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}"
-                   f"{drift}{_rounds(r)}")
+        data.update(verdict=verdict, interval=ci, line=(
+            f"{case}: {verdict}: best {r['best_placement']} ({_measured(r, 'best')}), worst "
+            f"{r['worst_placement']} ({_measured(r, 'worst')}): the wrong choice costs "
+            f"{_cost(r, ci)}, {_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{drift}{_rounds(r)}"))
+        out.append(data)
     return out
+
+
+def kernel_lines(best_worst, summary, runs):
+    """The answer's line per kernel and class (answer_cases)."""
+    return [c["line"] for c in answer_cases(best_worst, summary, runs)]
 
 
 def _shared(g):
@@ -380,6 +391,32 @@ def why_lines(explain):
     return ["why (memory matrices): " + "; ".join(parts)] if parts else []
 
 
+def decision_lines(decisions):
+    """What the plan decided for this machine (plan's estimate.json "decisions"): every
+    distinct reason something was left out, with how many entries it took, then what was
+    sized or sampled; nothing cut, no study-file paths."""
+    if not decisions:
+        return []
+    if isinstance(decisions, (list, tuple)):            # lines, as older callers give them
+        from numaplace.plan.expand import not_applicable_record
+        decisions = {"not_applicable": [not_applicable_record(x) for x in decisions]}
+    out = []
+    na = decisions.get("not_applicable") or []
+    if na:
+        reasons = {}
+        for d in na:
+            why = d["why"] if d["what"] == "not-applicable" else "an experiment with none of its placements here"
+            reasons[why] = reasons.get(why, 0) + 1
+        out.append(f"not applicable here ({counted(len(na), 'item')}; not_applicable.txt): " + "; ".join(
+            why + (f" (x{n})" if n > 1 else "") for why, n in reasons.items()))
+    decided = (decisions.get("sizing") or []) + (decisions.get("budget") or [])
+    if decided:
+        import re
+        out.append("decided for this machine: " + "; ".join(
+            re.sub(r"^experiments\[\d+\] \(([^)]*)\)[^:]*: ", r"\1: ", x) for x in decided))
+    return out
+
+
 def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
     lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"))]
@@ -395,10 +432,7 @@ def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
         lines.append("NPB: no kernel/class/variant/thread count has two placements with an ok run yet")
     for owner, _ in groups("answer"):              # each kind's own lines (e.g. STREAM's bandwidth)
         lines += owner.answer(tables)
-    if not_applicable:
-        lines.append(f"not applicable here ({len(not_applicable)}): " + "; ".join(
-            line.split(": not applicable here: ", 1)[-1] for line in not_applicable[:3])
-                     + (" ..." if len(not_applicable) > 3 else ""))
+    lines += decision_lines(not_applicable)
     if estimate_line:
         lines.append(estimate_line)
     return lines

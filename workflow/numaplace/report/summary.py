@@ -74,6 +74,8 @@ def _limited(df, what):
 # -- the answer: first screen of summary.md and of the HTML report --------------------
 
 def _cost(r):
+    if r.get("best_placement_id") == r.get("worst_placement_id"):
+        return "one placement: nothing to compare"
     if _truthy(r["below_resolution"]):
         return "below resolution"
     return _pct(r["improvement_pct"])
@@ -146,7 +148,7 @@ def system_markdown(runs):
             continue
         counts = col.value_counts()
         if len(counts) == 1:
-            rows.append({"setting": label, "value": _short(counts.index[0], 300), "runs": "all"})
+            rows.append({"setting": label, "value": _short(counts.index[0], 300), "runs": "none"})
             continue
         common = counts.index[0]
         odd = runs.loc[col != common, "run_id"].tolist()
@@ -231,6 +233,11 @@ def _status_markdown(runs):
     return out + [md_table(counts, cols), ""]
 
 
+def _one(r):
+    """A case of one placement: its best is no better than anything."""
+    return r["best_placement_id"] == r["worst_placement_id"]
+
+
 def _best_worst_markdown(bw):
     out = ["## Best and worst placement", "",
            "Per (benchmark, class, variant, threads), by median time. *Improvement* is the time "
@@ -252,9 +259,10 @@ def _best_worst_markdown(bw):
         ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
         ("threads", "threads"), ("best placement", "best_placement"),
         ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
-        ("worst placement", "worst_placement"), ("median (s)", lambda r: _s(r["worst_median_s"])),
-        ("n", "worst_n"), ("improvement", _cost),
-        ("beyond noise", "differs"),
+        ("worst placement", lambda r: "" if _one(r) else r["worst_placement"]),
+        ("median (s)", lambda r: "" if _one(r) else _s(r["worst_median_s"])),
+        ("n", lambda r: "" if _one(r) else r["worst_n"]), ("improvement", _cost),
+        ("beyond noise", lambda r: "" if _one(r) else r["differs"]),
         ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
         ("drift", lambda r: "yes" if _truthy(r["rests_on_drift"]) else "")] + rounds), ""]
 
@@ -414,10 +422,14 @@ def study_answer(tables, results_dir):
     from numaplace.core.artifacts import NOT_APPLICABLE, PLAN_ESTIMATE
     results_dir = Path(results_dir)
     topology = study_topology(results_dir)
-    na = results_dir / NOT_APPLICABLE
-    not_applicable = na.read_text().splitlines() if na.exists() else []
-    estimate_line = None
     est = results_dir / PLAN_ESTIMATE
+    decisions = (_read_json(est) or {}).get("decisions") if est.exists() else None
+    if decisions is None:             # a plan of an older version: its text lines
+        na = results_dir / NOT_APPLICABLE
+        from numaplace.plan.expand import not_applicable_record
+        decisions = {"not_applicable": [not_applicable_record(x) for x in
+                                        (na.read_text().splitlines() if na.exists() else [])]}
+    estimate_line = None
     runs = tables["runs"]
     if est.exists() and len(runs):
         e = json.loads(est.read_text())
@@ -435,7 +447,7 @@ def study_answer(tables, results_dir):
                              f"before the study ({counted(len(e.get('builds', [])), 'build')}, {counted(e['runs'], 'run')}), measured "
                              f"{format_duration(span)} from the first {'build' if built and first < start.min() else 'run'}"
                              f"'s start to the last run's end ({len(current)} of {e['runs']} runs recorded)")
-    return answer_lines(tables, topology, not_applicable, estimate_line)
+    return answer_lines(tables, topology, decisions, estimate_line)
 
 
 def write_summary(tables_dir, figures_dir, out, study=None, description=None, plan_path=None):

@@ -46,7 +46,7 @@ from numaplace.judge.fidelity import footprint_basis, judge, thresholds_of
 from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import NOT_FAILED, Record, iter_records
 from numaplace.core.stats import ALPHA, improvement, mann_whitney_p, repetitions_needed, summary_stats
-from numaplace.kinds import groups, table_captions
+from numaplace.kinds import KINDS, groups, table_captions
 from numaplace.tables.explain import explain_table
 from numaplace.machine.system import REPORTED
 
@@ -491,7 +491,12 @@ def build_tables(results_dir, plan_path=None, thresholds=None):
     records = list(iter_records(results_dir, attempts=True))
     rows = load_rows(records, thresholds)
     runs = runs_table(rows)
-    summary = summary_table(runs, read_plan(plan_path))
+    # summary and best/worst are about the kinds compared per placement (NPB): a memory
+    # run is never shown there as a missing NPB run; its kind makes its own tables
+    compared = [k for k, v in KINDS.items() if v.compared]
+    plan = read_plan(plan_path)
+    summary = summary_table(runs[runs["bench"].isin(compared)] if len(runs) else runs,
+                            plan[plan["bench"].isin(compared)] if plan is not None and len(plan) else plan)
     tables = {"runs": runs, "summary": summary, "best_worst": best_worst_table(summary, runs),
               "numa_pages": numa_pages_table(rows), "numastat": numastat_table(rows)}
     for owner, names in groups("make_tables"):
