@@ -58,7 +58,7 @@ def _parser():
     m = sub.add_parser("measure", help="one chunk of a measurement round in one process → a record per "
                        "run, then the chunk's ledger (the measure rule)")
     m.add_argument("--runs", required=True, help='JSON: [{"spec": a run\'s params, "build": its build record}], '
-                   "in the order to measure them")
+                   "in the order to measure them; or @FILE holding it")
     m.add_argument("--chunk", default="{}", help="JSON: the chunk's id, round and seed (kept in each record)")
     m.add_argument("--results", required=True, help="results/<study>")
     m.add_argument("--ledger", required=True, help="results/<study>/rounds/<chunk>.json, written last")
@@ -244,21 +244,63 @@ def _said(rec):
     print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
 
 
+def _snakemake_command(argv):
+    """`<argv with --unlock> && <argv>`, shell-quoted: what recovers a workflow whose
+    Snakemake was killed (it left its lock); None for a command line no user typed."""
+    import shlex
+    argv = list(argv)
+    if len(argv) > 1 and Path(argv[0]).name.startswith("python") and not argv[1].startswith("-"):
+        argv = argv[1:]                      # the interpreter of a .venv/bin/snakemake script
+    n = 3 if len(argv) > 2 and argv[1] == "-m" else 1
+    again = shlex.join(argv)
+    if "\n" in again or len(again) > 1500:   # not one a user typed: said in words
+        return None
+    return f"{shlex.join(argv[:n] + ['--unlock'] + argv[n:])} && {again}"
+
+
+def _read_runs(value):
+    """--runs: the runs as JSON, or @FILE holding that JSON (the measure rule passes a file:
+    a command line with every run spec is what Snakemake prints when a job fails)."""
+    if value.startswith("@"):
+        return json.loads(Path(value[1:]).read_text())
+    return json.loads(value)
+
+
 def _measure(a):
     """One chunk of a round (the measure rule). Each run's outcome goes to stdout (the
-    job's log); the chunk's progress, and what stopped it, to stderr (the console)."""
+    job's log); the chunk's progress, and what stopped it, to stderr (the console), in
+    one line each."""
     from collections import Counter
-    from numaplace.run.chunk import measure_chunk
+    from numaplace.run.chunk import SnakemakeGone, measure_chunk
     from numaplace.run.progress import progress_line
     from numaplace.run.runner import Interrupted
     # the judge decides whether an adaptive run is still needed (run/ may not import judge/)
     from numaplace.judge.separation import decide
-    runs, chunk = json.loads(a.runs), json.loads(a.chunk)
+    chunk = json.loads(a.chunk)
     name = chunk.get("chunk", "chunk")
+    try:
+        runs = _read_runs(a.runs)
+    except (OSError, ValueError) as e:
+        sys.stderr.write(f"numaplace measure: {name}: cannot read its runs ({str(e)[:200]}); nothing was "
+                         f"measured; run the same snakemake command again (the workflow writes them anew)\n")
+        return 2
     done = []
+
+    def aside(ids):
+        sys.stderr.write(f"numaplace measure: {name}: {len(ids)} of its {len(runs)} runs have a record of "
+                         f"another definition (an older numaplace or a changed study: {', '.join(ids[:3])}"
+                         f"{', ...' if len(ids) > 3 else ''}); each is set aside into attempts/ (kept, still "
+                         f"counted) and measured again\n")
     try:
         ledger = measure_chunk(runs, a.results, a.ledger, chunk, say=lambda rec: (done.append(rec), _said(rec)),
-                               decide=decide)
+                               decide=decide, aside=aside)
+    except SnakemakeGone as e:
+        command = _snakemake_command(e.argv) if e.argv else None
+        sys.stderr.write(f"numaplace measure: {name}: stopped after {len(done)} of its {len(runs)} runs: "
+                         f"its Snakemake (pid {e.pid}) is gone; their records are kept, the benchmark running "
+                         f"was stopped and wrote none. To measure the rest (Snakemake left its lock): "
+                         f"{command or 'snakemake --unlock with the same arguments, then the same command'}\n")
+        return 130
     except (Interrupted, KeyboardInterrupt) as e:
         sys.stderr.write(f"numaplace measure: {name}: interrupted ({e or 'Ctrl-C'}) after "
                          f"{len(done)} of its {len(runs)} runs; their records are kept, the benchmark "
@@ -269,6 +311,15 @@ def _measure(a):
     except OSError as e:
         sys.stderr.write(f"numaplace measure: {name}: {_no_record(e)}; the {len(done)} "
                          f"of its {len(runs)} runs recorded before are kept\n")
+        return 1
+    except Exception as e:                   # a bug: one line on the console, the traceback in the log
+        import traceback
+        traceback.print_exc(file=sys.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(f"numaplace measure: {name}: stopped by an internal error after {len(done)} of its "
+                         f"{len(runs)} runs ({type(e).__name__}: {str(e)[:200]}); their records are kept; "
+                         f"the traceback is in the job's log ({Path(a.results) / 'logs' / 'measure' / (name + '.log')}): "
+                         f"please report it\n")
         return 1
     counts = Counter(r["outcome"] for r in ledger["runs"])
     what = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))

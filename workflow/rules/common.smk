@@ -13,8 +13,9 @@ from numaplace.plan.frozen import changed_note, freeze, read_study
 from numaplace.machine.guard import hold_study
 from numaplace.kinds import figure_titles, table_captions, wildcard_constraints
 from numaplace.core.loader import refusal
-from numaplace.record.store import keep_records, workflow_outcome
+from numaplace.record.store import check_records, keep_records, workflow_outcome
 from numaplace.plan import budget
+from numaplace.report.machine import MACHINE_FILE
 from numaplace.core.schema import Section, setting
 
 # numaplace is installed in the environment that runs Snakemake (.ci/setup: .venv/). Its
@@ -101,7 +102,19 @@ def chunk_waits(wc):
 
 
 def chunk_runs(wc):
-    return json.dumps([STUDY.chunk_entry(rid) for rid in STUDY.chunk(wc.chunk).order()], sort_keys=True)
+    """`@<file>`: the chunk's runs (their specs and builds) in a file, not on the command
+    line, which Snakemake prints whole when a job fails (23 kB for 14 runs). The file is
+    named by the digest of its content: a changed run definition is another file name,
+    so Snakemake's params trigger still measures the chunk again."""
+    import hashlib
+    text = json.dumps([STUDY.chunk_entry(rid) for rid in STUDY.chunk(wc.chunk).order()], sort_keys=True)
+    path = Path(RESULTS) / "chunks" / f"{wc.chunk}.{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return f"@{path}"
 
 
 def chunk_facts(wc):
@@ -154,6 +167,35 @@ def drop_stale_ledgers():
     return stale
 
 
+_HELD = []      # the study's workflow lock (numaplace.machine.guard.hold_study), held until exit
+
+
+def check_kept_records():
+    """Before anything else (as the workflow is read, in the Snakemake process that runs it,
+    not in a job's): every record the study keeps is checked, a damaged one restored byte
+    for byte from its independent copy, and what cannot be restored named
+    (numaplace.record.store.check_records). Under the study's lock, taken here and kept
+    (start_of_workflow), so that no other workflow on this study writes meanwhile; when
+    another holds it, nothing is touched (start_of_workflow refuses this one)."""
+    if workflow.remote_exec or workflow.subprocess_exec or not os.path.isdir(f"{RESULTS}/runs"):
+        return
+    try:
+        fd, holder = hold_study(RESULTS)
+    except OSError:
+        fd, holder = None, None             # a read-only results folder: named, not restored
+    if holder is not None:
+        return
+    if fd is not None:
+        _HELD.append(fd)
+    try:
+        lines = check_records(RESULTS, restore=fd is not None)
+    except OSError as e:
+        lines = [f"numaplace: could not check every record of {RESULTS}: {e}"]
+    for line in lines:
+        sys.stderr.write(line + "\n")
+
+
+check_kept_records()
 drop_stale_ledgers()
 
 
@@ -163,7 +205,6 @@ def builds_requested():
     return runs_requested() or any(t == "build" or t.endswith(".build.json") for t in targets)
 
 
-_HELD = []      # the study's workflow lock (numaplace.machine.guard.hold_study), held until exit
 _FROZEN = []    # results/<study>/study.frozen.yaml, once written (numaplace.plan.frozen.freeze)
 
 
@@ -172,13 +213,14 @@ def start_of_workflow():
     sharing results/, works on this study; freeze the study as read (numaplace.plan.frozen:
     results/<study>/study.frozen.yaml, which every job reads); give every record its
     second name (keep_records)."""
-    fd, holder = hold_study(RESULTS)
+    fd, holder = (_HELD[0], None) if _HELD else hold_study(RESULTS)
     if fd is None:
         sys.stderr.write(f"numaplace: {RESULTS} is in use by another workflow ({holder}); one workflow "
                          f"at a time works on a study, whichever checkout it runs from: run this one "
                          f"again when that one has ended\n")
         sys.exit(1)          # Snakemake releases its own lock on the way out
-    _HELD.append(fd)
+    if not _HELD:
+        _HELD.append(fd)
     try:
         _FROZEN.append(freeze(_STUDY_READ, RESULTS))     # the study as read, for every job from now on
     except OSError as e:
@@ -205,6 +247,12 @@ def end_of_workflow(completed=True):
     are data, kept and reported."""
     from snakemake.logging import logger
 
+    machine = Path(REPORT_DIR) / MACHINE_FILE      # the machine first, as MLC prints it
+    if machine.exists() and machine.read_text().strip():
+        facts, *matrices = machine.read_text().splitlines()
+        logger.info(f"numaplace: the machine: {facts}")
+        for line in matrices:
+            logger.info(f"  {line}")
     answer = Path(REPORT_DIR) / ANSWER_FILE        # written with summary.md
     if answer.exists():
         logger.info(f"numaplace: the answer (report: {REPORT_HTML}; summary: {SUMMARY_MD}):")

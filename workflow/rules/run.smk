@@ -8,7 +8,11 @@
 # keeps chunks from overlapping each other or a build. On a cluster a chunk takes a whole
 # exclusive node; walltime and memory come from numaplace.cluster.resources.
 # params: exactly the runs' definitions (Study.run_params) and their binaries: judging
-# thresholds and plot settings are not part of them.
+# thresholds and plot settings are not part of them. They reach the job as a file
+# (--runs @results/<study>/chunks/<chunk>.<digest>.json: common.smk, chunk_runs), never as
+# JSON on the command line, which Snakemake prints whole when a job fails; the digest in
+# the name keeps Snakemake's params trigger. What stops a chunk is numaplace's one line
+# on stderr (the console); each run's outcome, and a traceback if any, go to the log.
 # Adaptive repetitions (repetitions: {min, max}): a chunk of a round past min also waits
 # for the ledgers of the rounds before it, whose records decide which of its runs are
 # still needed (numaplace.judge.separation); other studies' chunks wait for nothing.

@@ -4,7 +4,9 @@
   (an flock that the kernel drops when its holder dies);
 * the benchmark dies with its runner (parent-death signal), and the runner stops the
   benchmark when the Snakemake process that started it is gone (kill -9 of Snakemake
-  would otherwise leave both running, overlapping the next run);
+  would otherwise leave both running, overlapping the next run); a chunk of runs
+  (numaplace.run.chunk) watches its Snakemake for the whole chunk with the same
+  AncestorWatch, and decides what to keep only once it holds the machine lock;
 (the idle check before a run and the foreign load during it: numaplace.machine.idle)
 """
 from __future__ import annotations
@@ -142,18 +144,20 @@ class AncestorWatch(threading.Thread):
         super().__init__(daemon=True)
         self.ancestor, self.on_gone, self.interval = ancestor, on_gone, interval
         self.gone = False
-        self._stop = threading.Event()
+        # not `_stop`: threading.Thread has a method of that name, which a fork (a
+        # subprocess with preexec_fn, while the watch runs) calls in the child
+        self._halt = threading.Event()
 
     def run(self):
         pid, started = self.ancestor
-        while not self._stop.wait(self.interval):
+        while not self._halt.wait(self.interval):
             if _start_time(pid) != started:
                 self.gone = True
                 self.on_gone()
                 return
 
     def stop(self):
-        self._stop.set()
+        self._halt.set()
 
 
 def is_disk_full(e):

@@ -112,26 +112,108 @@ def migrate(rec):
     return rec
 
 
+# JOURNAL: a second, independent copy of every record written under runs/<id>/: one line
+# per record appended to results/<study>/records.journal, {"sha256", "path" (relative to
+# the study), "bytes" (the record's exact text)}, fsynced before the record is renamed into
+# place. KEPT is a hard link (one inode): a record truncated in place (a torn write, a
+# power loss) is truncated under both names, and the journal is what repairs it
+# (check_records, as a workflow starts). A torn last line fails its checksum and is skipped.
+JOURNAL = "records.journal"
+
+
+def _fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:            # a file system that cannot sync a folder: the rename stands
+        pass
+    finally:
+        os.close(fd)
+
+
+def _journal_key(path):
+    """(journal file, key) of a record at results/<study>/runs/<id>/<name>; (None, None)
+    for a record elsewhere (a run by hand into any folder)."""
+    path = Path(path).absolute()
+    if path.parent.parent.name != "runs":
+        return None, None
+    return path.parents[2] / JOURNAL, f"runs/{path.parent.name}/{path.name}"
+
+
+def _journal_line(key, data):
+    import hashlib
+    return (json.dumps({"sha256": hashlib.sha256(data).hexdigest(), "path": key,
+                        "bytes": data.decode("utf-8")}) + "\n").encode()
+
+
+def _journal_append(journal, lines):
+    """Append lines to the journal (one write under an flock, then fsync)."""
+    import fcntl
+    fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, b"".join(lines))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def journal_entries(journal):
+    """[(key, sha256, bytes)] of the journal's intact lines, in the order written."""
+    import hashlib
+    try:
+        raw = Path(journal).read_bytes()
+    except OSError:
+        return []
+    out = []
+    for line in raw.splitlines():
+        try:
+            e = json.loads(line)
+            data = e["bytes"].encode("utf-8")
+            if hashlib.sha256(data).hexdigest() == e["sha256"]:
+                out.append((e["path"], e["sha256"], data))
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+            continue           # a torn or damaged line: the others still count
+    return out
+
+
 def write_record(path, rec):
-    """Written atomically, write-protected, and under its second name KEPT. Not checked against the schema
+    """Written durably, write-protected, and under its second name KEPT. Not checked against the schema
     here: a record is a measurement and is kept whatever its shape; readers check it
     (read_record), and one that does not match is shown as unreadable, never dropped.
     (Checking here could only lose what was measured, and importing jsonschema alone
-    costs twice the launch overhead a run may have.)"""
+    costs twice the launch overhead a run may have.)
+
+    Durably: a temporary file, fsynced; its copy in the study's JOURNAL, fsynced; the
+    rename; the folder fsynced. A crash before the rename leaves the earlier record.json
+    as it was and this one complete in the temporary file (check_records completes the
+    write at the next workflow start); a power loss after it leaves the record, or its
+    journal copy to restore it from."""
     path = Path(path)
     # a name of this process's own: a writer killed between chmod and replace leaves its
     # tmp read-only, and a shared name would then refuse every later record of the run
     # (PermissionError for a non-root user). The same pid's leftover is a dead process's.
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
-    tmp.write_text(json.dumps(rec, indent=1, sort_keys=False))
-    # write-protected, as Snakemake protects an output: no rule declares a record (a
-    # chunk of runs writes them), and an editor or a script should not change one in place
-    os.chmod(tmp, stat.S_IMODE(os.stat(tmp).st_mode) & ~0o222)
+    data = json.dumps(rec, indent=1, sort_keys=False).encode()
+    with open(tmp, "xb") as f:
+        f.write(data)
+        f.flush()
+        # write-protected, as Snakemake protects an output: no rule declares a record (a
+        # chunk of runs writes them), and an editor or a script should not change one in place
+        os.fchmod(f.fileno(), stat.S_IMODE(os.fstat(f.fileno()).st_mode) & ~0o222)
+        os.fsync(f.fileno())
+    journal, key = _journal_key(path)
+    if journal is not None:
+        _journal_append(journal, [_journal_line(key, data)])
     os.replace(tmp, path)
     kept = path.parent / KEPT
     kept.unlink(missing_ok=True)
     os.link(path, kept)
+    _fsync_dir(path.parent)
 
 
 def read_record(path):
@@ -345,6 +427,194 @@ def restore_kept(rundir):
     record.rename(_free_name(rundir / "record.unreadable.json"))
     os.link(kept, record)
     return rec
+
+
+# -- checking every record a study keeps, as a workflow starts -------------------------
+
+def _parses(path):
+    """The bytes of path when they read as a JSON object (a record, whatever its shape), else None."""
+    try:
+        data = Path(path).read_bytes()
+        return data if isinstance(json.loads(data), dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _sha(data):
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:            # another user's process: alive
+        pass
+    return True
+
+
+def _install(data, target):
+    """data as the file target, durably and write-protected (a tmp, fsync, rename)."""
+    target = Path(target)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    with open(tmp, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fchmod(f.fileno(), 0o444)
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+def _journal_index(journal):
+    """{sha256: key} of the journal's lines, read from each line's head (cheap: a study's
+    journal holds every record it ever wrote)."""
+    import re
+    try:
+        raw = Path(journal).read_bytes()
+    except OSError:
+        return {}
+    return {m[1].decode(): m[2].decode() for m in
+            re.finditer(rb'^\{"sha256": "([0-9a-f]{64})", "path": "([^"\\]*)"', raw, re.M)}
+
+
+def check_records(results_dir, restore=True):
+    """Every record a study keeps (runs/<id>/record.json, its KEPT, attempts/<n>/record.json),
+    checked as a workflow starts, before anything else: each must read as a JSON object.
+
+    A damaged one (truncated in place: both names of one inode; rewritten; a dangling
+    link) is restored byte for byte from an independent copy: KEPT when it is another
+    file that reads (restore_kept), else its JOURNAL copy (the latest one of its path that
+    no other record of the run holds and of which the damaged bytes are a beginning; for
+    an attempt only a single such copy). A record a stopped writer left complete in its
+    temporary file, with no record.json or KEPT yet (a crash between the write and the
+    rename), is put in place. What cannot be restored is named. Damaged bytes that the
+    restored copy does not begin with are kept beside it (record.unreadable.json).
+    Records without a journal copy (written before it existed) get one.
+    With restore=False (a dry run) nothing changes; what would be restored is named too.
+    Returns the lines to show."""
+    results_dir = Path(results_dir)
+    runs = results_dir / "runs"
+    if not runs.is_dir():
+        return []
+    journal = results_dir / JOURNAL
+    index = _journal_index(journal)
+    entries = None                 # the journal's lines, read only when a record is damaged
+    lines, append = [], []
+    verb = "restored" if restore else "can restore"
+
+    def candidates(key):
+        nonlocal entries
+        if entries is None:
+            entries = journal_entries(journal)
+        return [(sha, data) for k, sha, data in reversed(entries) if k == key]
+
+    for entry in sorted(os.scandir(runs), key=lambda e: e.name):
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        rundir, rid = Path(entry.path), entry.name
+        record, kept, key = rundir / "record.json", rundir / KEPT, f"runs/{rid}/record.json"
+        # a write a stopped process left before its rename: complete when nothing replaced it
+        for tmp in sorted(rundir.glob("record.json.*.tmp")):
+            pid = tmp.name.split(".")[-2]
+            if not pid.isdigit() or _alive(int(pid)) or os.path.lexists(record) or os.path.lexists(kept):
+                continue
+            data = _parses(tmp)
+            if data is None:
+                continue           # incomplete: set aside with the run's next attempt
+            lines.append(f"numaplace: {verb} {record} from {tmp.name}, complete but not yet renamed "
+                         f"when its writer stopped")
+            if restore:
+                os.chmod(tmp, stat.S_IMODE(os.stat(tmp).st_mode) & ~0o222)
+                os.replace(tmp, record)
+                os.link(record, kept)
+                _fsync_dir(rundir)
+                if _sha(data) not in index:
+                    append.append(_journal_line(key, data))
+                    index[_sha(data)] = key
+        attempts = sorted(rundir.glob("attempts/*/record.json"))
+        held, damaged = set(), []
+        for path in [record, kept, *attempts]:
+            if not os.path.lexists(path):
+                continue
+            data = _parses(path)
+            if data is None:
+                damaged.append(path)
+                continue
+            held.add(sha := _sha(data))
+            if sha not in index and path != kept and restore:
+                append.append(_journal_line(key if path == record else
+                                            str(path.relative_to(results_dir)), data))
+                index[sha] = key
+        if kept in damaged and record in damaged and _same_file(record, kept):
+            damaged.remove(kept)   # one inode, two names: restored once, relinked
+        for path in damaged:
+            if _parses(path) is not None:
+                continue           # a second name of a record restored just before
+            if path == record and os.path.lexists(kept) and not _same_file(record, kept) and _parses(kept):
+                lines.append(f"numaplace: {verb} {record} from its intact {kept.name}; the copy that did "
+                             f"not read is kept as {rundir}/record.unreadable*.json")
+                if restore:
+                    restore_kept(rundir)
+                continue
+            try:
+                bad = b"" if path.is_symlink() else path.read_bytes()
+            except OSError:
+                bad = b""
+            found = [(sha, data) for sha, data in candidates(key) + (candidates(str(path.relative_to(results_dir)))
+                                                                     if path in attempts else [])
+                     if sha not in held]
+            begun = [(sha, data) for sha, data in found if data.startswith(bad)]
+            if path in attempts:
+                pick = begun[0] if len({sha for sha, _ in begun}) == 1 else None
+            else:
+                pick = (begun or found or [None])[0]
+            if pick is None:
+                lines.append(f"numaplace: {path} does not read as a record and no intact copy of it is kept; "
+                             f"it stays in the report as unreadable; to measure the run again: numaplace "
+                             f"retry-failed {results_dir} --status unreadable")
+                continue
+            sha, data = pick
+            lines.append(f"numaplace: {verb} {path} byte for byte from {journal}"
+                         + ("" if not bad or data.startswith(bad) else
+                            f"; the copy that did not read is kept as {path.parent}/record.unreadable*.json"))
+            if not restore:
+                continue
+            held.add(sha)
+            if bad and not data.startswith(bad):
+                _move_aside_as(path, path.parent / "record.unreadable.json")
+            _install(data, path)
+            if path == record and os.path.lexists(kept) and not _same_file(record, kept):
+                kept_data = _parses(kept)
+                if kept_data is None:       # the damaged inode's second name, or a broken copy
+                    try:
+                        old = b"" if kept.is_symlink() else kept.read_bytes()
+                    except OSError:
+                        old = b""
+                    if old and not data.startswith(old):
+                        _move_aside_as(kept, rundir / "record.unreadable.json")
+                    else:
+                        kept.unlink()
+            if path == record and not os.path.lexists(kept):
+                os.link(record, kept)
+            _fsync_dir(path.parent)
+    if append:
+        _journal_append(journal, append)
+    return lines
+
+
+def _move_aside_as(path, name):
+    """Rename path to name, or the first free name _free_name gives for it, never overwriting."""
+    while True:
+        try:
+            os.link(path, aside := _free_name(name), follow_symlinks=False)
+            break
+        except FileExistsError:
+            continue
+    os.unlink(path)
+    return aside
 
 
 # statuses that are no failure: an ok run, and one adaptive repetitions found not needed

@@ -74,32 +74,78 @@ def not_needed(runs, results_dir, record_of, places, decide, say=None):
     return out
 
 
-def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None):
+def _stop_on_signals():
+    """Handlers for the whole chunk (SIGTERM, SIGINT, SIGHUP raise runner.Interrupted), so
+    that an interrupt between two runs stops the chunk as one during a run does (the
+    runner's own handlers, for the run, are the chunk's again afterwards). Returns the
+    previous handlers; none where this is not the main thread."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    from numaplace.run.runner import _interrupt
+    return {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+
+
+def _watch_snakemake():
+    """Watch the Snakemake process this chunk runs under, for the whole chunk: when it is
+    gone (kill -9, a crash), the chunk stops (SIGTERM to itself: the benchmark running is
+    killed, no record is written for it, no further run starts). None when there is no
+    Snakemake above (a chunk measured by hand)."""
+    import signal
+    from numaplace.machine.guard import AncestorWatch, snakemake_ancestor
+    ancestor = snakemake_ancestor()
+    if ancestor is None or ancestor[1] is None:
+        return None
+    watch = AncestorWatch(ancestor, lambda: os.kill(os.getpid(), signal.SIGTERM), interval=0.25)
+    try:
+        watch.cmdline = [a.decode(errors="replace") for a in
+                         Path(f"/proc/{ancestor[0]}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        watch.cmdline = []
+    watch.start()
+    return watch
+
+
+def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None, aside=None):
     """Measure `runs` ([{"spec": the run's params, "build": its build record, and for
     adaptive repetitions "adaptive": {min, max, alpha}}], in the order given: the chunk's
     shuffled order) into results_dir/runs/<id>/record.json; keep the ones already
     recorded; give a not-needed record to the adaptive runs `decide` finds not needed
     (not_needed; without decide every run is measured); write the ledger last and return
     it. `chunk`: its id, round and seed, kept in each record; `say(record)`: after each
-    run recorded."""
+    run recorded; `aside(run ids)`: once, the runs whose record holds another definition
+    (an older numaplace, a changed study): set aside and measured again.
+
+    The machine lock is taken first, always: what is kept is decided under it, so that a
+    chunk started again while an earlier one still measures (its Snakemake killed) sees
+    every record that one wrote. The Snakemake process above is watched for the whole
+    chunk (_watch_snakemake): a chunk whose workflow is gone stops (runner.Interrupted
+    naming it), never measures on its own."""
     import fcntl
     import time
     from numaplace.machine.guard import _open_lock
-    from numaplace.run.runner import execute_build, now
+    from numaplace.run.runner import Interrupted, execute_build, now
     results_dir, chunk = Path(results_dir), dict(chunk or {})
     record_of = {r["spec"]["run_id"]: results_dir / "runs" / r["spec"]["run_id"] / "record.json" for r in runs}
-    kept = {r["spec"]["run_id"] for r in runs
-            if recorded(record_of[r["spec"]["run_id"]], r["spec"], r.get("adaptive"))}
-    todo = [r for r in runs if r["spec"]["run_id"] not in kept]
-    outcome = {rid: "kept" for rid in kept}
     places = {r["spec"]["run_id"]: {"round": {**chunk, "position": i, "runs": len(runs)}}
               for i, r in enumerate(runs, 1)}
-    if todo:
+    previous = _stop_on_signals()
+    watch = _watch_snakemake()
+    fd = None
+    try:
         fd = _open_lock(None)
-        try:
-            t0 = time.monotonic()
-            fcntl.flock(fd, fcntl.LOCK_EX)              # the machine, for the whole chunk
-            waited = {"lock_wait_s": round(time.monotonic() - t0, 3)}
+        t0 = time.monotonic()
+        fcntl.flock(fd, fcntl.LOCK_EX)              # the machine, for the whole chunk
+        waited = {"lock_wait_s": round(time.monotonic() - t0, 3)}
+        kept = {r["spec"]["run_id"] for r in runs
+                if recorded(record_of[r["spec"]["run_id"]], r["spec"], r.get("adaptive"))}
+        todo = [r for r in runs if r["spec"]["run_id"] not in kept]
+        outcome = {rid: "kept" for rid in kept}
+        other = [r["spec"]["run_id"] for r in todo if os.path.lexists(record_of[r["spec"]["run_id"]])]
+        if other and aside:
+            aside(other)
+        if todo:
             # decided under the lock: reading every record of the study is no load to put
             # on a run of another chunk being measured meanwhile
             skipped = not_needed(todo, results_dir, record_of, places, decide, say)
@@ -125,14 +171,35 @@ def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None):
                 outcome[spec["run_id"]] = rec["status"]
                 if say:
                     say(rec)
-        finally:
+                if watch and watch.gone:
+                    raise Interrupted("gone")
+        out = {**chunk, "finished": now(),
+               "runs": [{"run_id": r["spec"]["run_id"], "outcome": outcome[r["spec"]["run_id"]],
+                         "record": str(record_of[r["spec"]["run_id"]])} for r in runs]}
+        ledger = Path(ledger)
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ledger.with_name(ledger.name + ".tmp")
+        tmp.write_text(json.dumps(out, indent=1))
+        os.replace(tmp, ledger)
+    except (Interrupted, KeyboardInterrupt):
+        if watch and watch.gone:
+            raise SnakemakeGone(watch.ancestor[0], watch.cmdline) from None
+        raise
+    finally:
+        if watch:
+            watch.stop()
+        if fd is not None:
             os.close(fd)
-    out = {**chunk, "finished": now(),
-           "runs": [{"run_id": r["spec"]["run_id"], "outcome": outcome[r["spec"]["run_id"]],
-                     "record": str(record_of[r["spec"]["run_id"]])} for r in runs]}
-    ledger = Path(ledger)
-    ledger.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ledger.with_name(ledger.name + ".tmp")
-    tmp.write_text(json.dumps(out, indent=1))
-    os.replace(tmp, ledger)
+        import signal
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return out
+
+
+class SnakemakeGone(Exception):
+    """The Snakemake process above the chunk ended while the chunk measured: its pid and
+    command line (argv), to say the exact command that recovers."""
+
+    def __init__(self, pid, argv):
+        super().__init__(f"Snakemake (pid {pid}) is gone")
+        self.pid, self.argv = pid, argv
