@@ -166,3 +166,51 @@ def test_not_applicable_says_every_reason_and_no_study_paths():
     sized = decision_lines({"not_applicable": [], "sizing": [
         "experiments[4] (memory-loaded-latency): --sizes DRAM stepped down to 292 MiB a buffer: ..."]})
     assert sized == ["decided for this machine: memory-loaded-latency: --sizes DRAM stepped down to 292 MiB a buffer: ..."]
+
+
+def test_answer_json_follows_its_schema_and_carries_launch_lines(tmp_path):
+    """answer.json (issue 41.8) validates against docs/answer.schema.json; a case with a
+    conclusion carries its best placement's launch lines, each resolving to its CPUs."""
+    import json
+    import jsonschema
+    from numaplace.report.summary import write_summary
+    from numaplace.tables.aggregate import write_tables
+    results = Path(__file__).parent / "fixtures" / "real" / "vm"
+    write_tables(results, tmp_path / "tables")
+    (tmp_path / "figures").mkdir()
+    plan = tmp_path / "results" / "plan.tsv"
+    plan.parent.mkdir()
+    import shutil
+    shutil.copytree(results, tmp_path / "results", dirs_exist_ok=True)
+    write_summary(tmp_path / "tables", tmp_path / "figures", tmp_path / "report" / "summary.md", "vm",
+                  plan_path=tmp_path / "results" / "plan.tsv")
+    data = json.loads((tmp_path / "report" / "answer.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "answer.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    assert data["lines"] == (tmp_path / "report" / "answer.txt").read_text().splitlines()
+    assert data["cases"] and all(c["line"] in data["lines"] for c in data["cases"])
+
+
+def test_a_case_with_a_conclusion_says_how_to_run_its_best_placement():
+    """The answer's launch line for the best placement, from the placement its runs
+    recorded; it resolves to the same CPUs and nodes (numaplace.plan.launch_lines)."""
+    import json
+    from numaplace.machine.topology import Topology
+    from numaplace.plan.launch_lines import resolves
+    from numaplace.report.answer import answer_cases, case_launch_lines, launch_words
+    t = build_tables(VM)
+    placements = {}
+    for f in sorted(VM.glob("runs/*/record.json")):
+        p = json.loads(f.read_text())["placement"]
+        placements.setdefault(p["id"], p)
+    case = answer_cases(t["best_worst"], t["summary"], t["runs"])[-1]
+    assert case["verdict"].startswith("no conclusion") and case_launch_lines(case, placements) is None
+    case = {**case, "verdict": "beyond noise"}
+    lines = case_launch_lines(case, placements)
+    words = launch_words(case, placements)
+    assert words.startswith("MG class W (2 threads), to run it best: OMP_NUM_THREADS=2 OMP_PLACES=") and \
+        words.endswith(" ./mg.W.x")
+    vm4 = Topology("vm4", {n: [2 * n, 2 * n + 1] for n in range(4)}, {n: 1024 for n in range(4)})
+    best = placements[case["row"]["best_placement_id"]]
+    for kind in ("numactl", "slurm", "aprun"):
+        resolves(lines[kind], best, vm4)

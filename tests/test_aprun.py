@@ -80,12 +80,17 @@ def test_plan_shows_and_runner_gets_the_same_command(thesis):
     assert spec["env"] == {"OMP_NUM_THREADS": "8"}
 
 
-@pytest.mark.parametrize("memory", [{"interleave": [0, 1]}, {"membind": [1]}, {"preferred": 0}])
-def test_aprun_refuses_memory_policies(memory):
-    cfg = {"study": "x", "platform": "magny-cours", "launcher": "aprun", "classes": ["S"],
+@pytest.mark.parametrize("memory, option", [({"interleave": [0, 1]}, "--interleave=0-1"),
+                                            ({"membind": [1]}, "--membind=1"), ({"preferred": 0}, "--preferred=0")])
+def test_aprun_composes_numactl_for_a_memory_policy(memory, option):
+    """ALPS binds the threads, numactl on the compute node sets the memory policy
+    (aprun -n 1 -d 6 -cc 0-5 numactl --interleave=0-1 ./cg.S.x): a composition, not a
+    refusal (issue 43.2)."""
+    cfg = {"study": "x", "platform": "magny-cours", "launcher": "aprun", "classes": ["S"], "benchmarks": ["cg"],
            "experiments": [{"name": "e", "memory": [memory], "placements": [{"cpus": "0-5"}]}]}
-    with pytest.raises(ConfigError, match=r"aprun has no interleave/membind/preferred control \(only first touch\)$"):
-        Study(cfg, "x.yaml", REPO / "config")
+    st = Study(cfg, "x.yaml", REPO / "config")
+    spec = st.run_params(st.runs[0].run_id)
+    assert spec["argv"] == ["aprun", "-n", "1", "-d", "6", "-cc", "0,1,2,3,4,5", "numactl", option, "BINARY"]
 
 
 def test_runner_under_aprun_records_what_it_can(npb_build, tmp_path, monkeypatch):

@@ -178,7 +178,7 @@ def test_summary_puts_the_measured_time_from_the_first_build_beside_the_estimate
         {"runs": 2, "runs_s": 100.0, "builds_s": 20.0, "builds": [str(build)]}))
     runs = pd.DataFrame({"current": [True, True], "bench": ["cg", "cg"], "wall_s": [30.0, 30.0],
                          "started": ["2026-11-25T10:00:30.000+00:00", "2026-11-25T10:01:30.000+00:00"]})
-    lines = study_answer({"runs": runs}, tmp_path)
+    lines = study_answer({"runs": runs}, tmp_path)["lines"]
     assert lines[-1] == ("machine time: estimated 2 min before the study (1 build, 2 runs), measured 2 min "
                          "from the first build's start to the last run's end (2 of 2 runs recorded)")
 

@@ -63,7 +63,6 @@ def test_default_binding(platforms, launcher, default):
 
 
 NO_POLICY = {"taskset": "taskset sets only the CPU mask; use numactl for a memory policy",
-             "aprun": "aprun has no interleave/membind/preferred control (only first touch)",
              "omp": "OpenMP environment variables cannot set a memory policy; use numactl"}
 PROCESS = {"aprun": "aprun -cc binds every thread to one CPU of the list: use binding threads",
            "omp": "without a launcher only per-thread binding (OMP_PLACES) restricts the CPUs"}

@@ -66,7 +66,6 @@ def test_placement_ids_and_labels(x4600):
 
 @pytest.mark.parametrize("launcher, binding, problem", [
     ("taskset", "process", "taskset sets only the CPU mask; use numactl for a memory policy"),
-    ("aprun", "threads", "aprun has no {policy} control (only first touch)"),
     ("omp", "threads", "OpenMP environment variables cannot set a memory policy; use numactl"),
 ])
 @pytest.mark.parametrize("policy", NEW)

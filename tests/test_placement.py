@@ -110,7 +110,7 @@ def test_compact_spread(platforms):
 
 @pytest.mark.parametrize("exp, problem", [
     ({"placements": [{"cpus": "0-3"}], "memory": [{"membind": [0]}]}, "taskset cannot express"),
-    ({"launcher": "aprun", "placements": [{"cpus": "0-3"}], "memory": [{"interleave": [0, 1]}]}, "aprun cannot express"),
+    ({"launcher": "aprun", "binding": ["process"], "placements": [{"cpus": "0-3"}]}, "aprun cannot express"),
     ({"launcher": "omp", "placements": [{"cpus": "0-3"}], "memory": [{"membind": [1]}]}, "omp cannot express"),
 ])
 def test_launcher_cannot_express(platforms, exp, problem):

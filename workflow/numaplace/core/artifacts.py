@@ -9,3 +9,5 @@ PLAN_ESTIMATE = "estimate.json"
 # the answer in a few lines (numaplace.report.answer), beside summary.md: the report's landing and
 # the workflow's last lines read it
 ANSWER_FILE = "answer.txt"
+# the same answer as data for programs (docs/answer.schema.json)
+ANSWER_JSON = "answer.json"

@@ -170,15 +170,22 @@ class Numactl(Launcher):
     name = "numactl"
     short = "nc"
 
-    def prefix(self, p):
-        mem = p.memory
-        nodes = format_cpulist(mem.nodes)
-        policy = MEMORY_POLICIES[mem.policy].numactl.format(nodes=nodes)
-        return ["numactl", f"--physcpubind={p.cpulist}", policy]
+    @staticmethod
+    def memory_option(p):
+        """numactl's option for the placement's memory policy ('--membind=2')."""
+        return MEMORY_POLICIES[p.memory.policy].numactl.format(nodes=format_cpulist(p.memory.nodes))
 
-    def cannot_express(self, p):
+    @staticmethod
+    def memory_problem(p):
+        """Why numactl cannot set this memory policy, or None."""
         if p.memory.policy == "preferred" and len(p.memory.nodes) != 1:
             return "numactl --preferred takes exactly one node"
+
+    def prefix(self, p):
+        return ["numactl", f"--physcpubind={p.cpulist}", self.memory_option(p)]
+
+    def cannot_express(self, p):
+        return self.memory_problem(p)
 
     def not_applicable(self, policy, topo):
         m = MEMORY_POLICIES[policy]
@@ -199,16 +206,16 @@ class Aprun(Launcher):
     on_measured_node = False       # ALPS starts the process on a compute node
 
     def cannot_express(self, p):
-        if p.memory.policy != "local":      # ALPS places memory by first touch only
-            what = "interleave/membind/preferred" if p.memory.policy in ("interleave", "membind", "preferred") \
-                else p.memory.policy
-            return f"aprun has no {what} control (only first touch)"
         if p.binding != "threads":
             return "aprun -cc binds every thread to one CPU of the list: use binding threads"
+        return Numactl.memory_problem(p)
 
     def prefix(self, p):
-        return ["aprun", "-n", "1", "-d", str(p.threads), "-cc",
-                ",".join(map(str, getattr(p, "order", ()) or p.cpus))]
+        # ALPS binds the threads (-cc, in thread order); a memory policy is numactl's on
+        # the compute node, composed after it (as ReFrame's launcher + modifier)
+        binder = ["aprun", "-n", "1", "-d", str(p.threads), "-cc",
+                  ",".join(map(str, getattr(p, "order", ()) or p.cpus))]
+        return binder + (["numactl", Numactl.memory_option(p)] if p.memory.policy != "local" else [])
 
     def env(self, p):
         return {"OMP_NUM_THREADS": str(p.threads)}   # ALPS does the binding

@@ -417,13 +417,44 @@ def decision_lines(decisions):
     return out
 
 
-def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
+def launch_words(case, placements):
+    """'run it as: OMP_NUM_THREADS=2 ... numactl --physcpubind=0,2 --localalloc ./cg.B.x'
+    for a case's best placement (its srun and aprun forms are in answer.json), or None."""
+    lines = case_launch_lines(case, placements)
+    line = (lines or {}).get("numactl", {}).get("line")
+    return f"{case['bench'].upper()} class {case['class']} ({counted(case['threads'], 'thread')}), to run it best: " \
+           f"{line}" if line else None
+
+
+def case_launch_lines(case, placements):
+    """The best placement of a case written as the commands a user runs it with
+    (numaplace.plan.launch_lines), or None where the placement is not known."""
+    from numaplace.plan.launch_lines import launch_lines
+    best = (placements or {}).get(case["row"]["best_placement_id"])
+    if not best or case["verdict"].startswith(("no conclusion", "binding")):
+        return None
+    program = f"./{case['bench']}.{case['class']}.x"
+    return launch_lines(best, program)
+
+
+def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None, placements=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
+    return answer_data(tables, topology, not_applicable, estimate_line, placements)["lines"]
+
+
+def answer_data(tables, topology=None, not_applicable=(), estimate_line=None, placements=None):
+    """The answer as data (answer.json: docs/answer.schema.json) with its lines."""
     lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"))]
     busy = busy_line(tables.get("runs"))
     if busy:
         lines.append(busy)
-    ks = kernel_lines(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
+    cases = answer_cases(tables.get("best_worst"), tables.get("summary"), tables.get("runs"))
+    ks = []
+    for c in cases:
+        ks.append(c["line"])
+        run_it = launch_words(c, placements)
+        if run_it:
+            ks.append(run_it)
     npb = tables.get("runs")
     lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
     if ks:
@@ -435,4 +466,27 @@ def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None):
     lines += decision_lines(not_applicable)
     if estimate_line:
         lines.append(estimate_line)
-    return lines
+    return {"lines": lines, "busy": busy, "cases": [_case_json(c, placements) for c in cases],
+            "not_applicable": decision_lines(not_applicable)}
+
+
+def _num(x):
+    """A JSON number, or None for NaN/NA."""
+    try:
+        return None if pd.isna(x) else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _case_json(c, placements):
+    r = c["row"]
+    side = {s: {"placement": str(r[f"{s}_placement"]), "placement_id": str(r[f"{s}_placement_id"]),
+                "n": int(r[f"{s}_n"]), "median_s": _num(r[f"{s}_median_s"]),
+                "mops_median": _num(r.get(f"{s}_mops_median"))} for s in ("best", "worst")}
+    lines = case_launch_lines(c, placements) or {}
+    return {"bench": c["bench"], "class": c["class"], "variant": c["variant"], "threads": c["threads"],
+            "verdict": c["verdict"], **side, "cost_pct": _num(r["improvement_pct"]),
+            "interval_pct": list(c["interval"]) if c.get("interval") else None,
+            "compared_by": str(r.get("compared_by", "")), "beyond_noise": str(r["differs"]),
+            "mann_whitney_p": _num(r.get("mwu_p")), "line": c["line"],
+            "launch": {k: v for k, v in lines.items()}}

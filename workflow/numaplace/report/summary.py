@@ -14,7 +14,7 @@ from numaplace.kinds import KINDS, groups, table_captions
 from numaplace.judge.fidelity import thresholds_of
 from numaplace.tables import aggregate
 from numaplace.figures import plots
-from numaplace.report.machine import MACHINE_FILE, machine_lines
+from numaplace.report.machine import MACHINE_FILE, facts_line, machine_lines, node_matrices
 from numaplace.core.text import counted
 
 LIST_MAX = 200          # rows listed per section of summary.md (the CSVs hold them all)
@@ -447,7 +447,20 @@ def study_answer(tables, results_dir):
                              f"before the study ({counted(len(e.get('builds', [])), 'build')}, {counted(e['runs'], 'run')}), measured "
                              f"{format_duration(span)} from the first {'build' if built and first < start.min() else 'run'}"
                              f"'s start to the last run's end ({len(current)} of {e['runs']} runs recorded)")
-    return answer_lines(tables, topology, decisions, estimate_line)
+    from numaplace.report.answer import answer_data
+    placements = {}
+    for rec in iter_records(results_dir):               # each placement as its runs recorded it
+        p = rec.get("placement") or {}
+        placements.setdefault(p.get("id"), p)
+    data = answer_data(tables, topology, decisions, estimate_line, placements)
+    data["machine"] = {"facts": facts_line(topology), "topology": topology,
+                       "matrices": {what: {"unit": m["unit"], "size_bytes": m["size"],
+                                           "nodes": [int(c) for c in m["grid"].columns],
+                                           "readers": [int(r) for r in m["grid"].index],
+                                           "values": [[None if pd.isna(v) else float(v) for v in row]
+                                                      for row in m["grid"].to_numpy()]}
+                                    for what, m in node_matrices(tables.get("memory_matrix")).items()}}
+    return data
 
 
 def write_summary(tables_dir, figures_dir, out, study=None, description=None, plan_path=None):
@@ -456,13 +469,16 @@ def write_summary(tables_dir, figures_dir, out, study=None, description=None, pl
     manifest = pd.read_csv(mpath) if mpath.exists() else None
     link = os.path.relpath(tables_dir, Path(out).parent)
     plan = aggregate.read_plan(plan_path)
-    from numaplace.core.artifacts import ANSWER_FILE
-    answer = study_answer(tables, Path(plan_path).parent) if plan_path else []
+    from numaplace.core.artifacts import ANSWER_FILE, ANSWER_JSON
+    data = study_answer(tables, Path(plan_path).parent) if plan_path else {"lines": []}
+    answer = data["lines"]
     machine = machine_lines(study_topology(Path(plan_path).parent) if plan_path else None,
                             tables.get("memory_matrix"))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     (Path(out).parent / MACHINE_FILE).write_text("".join(line + "\n" for line in machine))
     (Path(out).parent / ANSWER_FILE).write_text("".join(line + "\n" for line in answer))
+    import json                      # the same answer for programs (docs/answer.schema.json)
+    (Path(out).parent / ANSWER_JSON).write_text(json.dumps({"study": study, **data}, indent=1, default=str) + "\n")
     text = summary_markdown(tables, manifest, study, description, link, plan, answer, machine)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
