@@ -194,6 +194,9 @@ def test_progress_says_runs_recorded_and_the_estimated_time_left(tmp_path):
     (tmp_path / "runs" / "a.r1" / "record.json").write_text("{}")
     assert progress_line(tmp_path, "a.r1: ok") == \
         "numaplace: 1 of 3 runs recorded (a.r1: ok); about 2 min of runs left"
+    # re-estimated from what was measured: a.r1 took 3x its estimate, so do the rest (issue 41.5)
+    assert progress_line(tmp_path, "a.r1: ok", [("a.r1", 90.0)]) == \
+        "numaplace: 1 of 3 runs recorded (a.r1: ok); about 6 min of runs left (the plan's estimate x 3, from 1 run measured)"
     for rid in ("a.r2", "b.r1"):
         (tmp_path / "runs" / rid).mkdir()
         (tmp_path / "runs" / rid / "record.json").write_text("{}")
@@ -259,3 +262,32 @@ def test_a_probe_taken_on_a_busy_machine_is_said_in_the_plan_and_not_kept(tmp_pa
     monkeypatch.setattr(budget, "read_bandwidth", lambda probes=None: 32.0)
     assert budget.machine_speed(tmp_path / "s").memory == 1.0          # measured again, quiet now
     assert budget.busy_words(tmp_path / "s", 0.15) is None
+
+
+def test_a_long_chunk_says_each_run_on_the_console(tmp_path, monkeypatch, capsys):
+    """Inside a chunk the console gets a line per run (at most one every
+    PROGRESS_EVERY_S), with runs done, the current run and the time left: a chunk of 18
+    class B runs is no 37 silent minutes (issue 41.5); the chunk's last line as before."""
+    import argparse
+    import json
+    from numaplace import cli
+    import numaplace.run.chunk as chunk_mod
+    (tmp_path / "estimate.json").write_text(json.dumps({"per_run_s": {f"r{i}": 60.0 for i in range(3)}}))
+    runs = [{"spec": {"run_id": f"r{i}"}} for i in range(3)]
+
+    def fake_chunk(runs, results, ledger, chunk, say, decide=None, aside=None):
+        for i in range(3):
+            (tmp_path / "runs" / f"r{i}").mkdir(parents=True)
+            (tmp_path / "runs" / f"r{i}" / "record.json").write_text("{}")
+            say({"run_id": f"r{i}", "status": "ok", "reason": None, "wall_s": 120.0})
+        return {"runs": [{"outcome": "ok"}] * 3}
+    monkeypatch.setattr(chunk_mod, "measure_chunk", fake_chunk)
+    monkeypatch.setattr(cli, "PROGRESS_EVERY_S", 0.0)
+    a = argparse.Namespace(runs=json.dumps(runs), chunk=json.dumps({"chunk": "r1.c1"}), results=str(tmp_path),
+                           ledger=str(tmp_path / "ledger.json"))
+    assert cli._measure(a) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("numaplace: 1 of 3 runs recorded (r1.c1: 1 of its 3 runs, last r0 ok); about 4 min of runs "
+                      "left (the plan's estimate x 2, from 1 run measured)")
+    assert err[1].startswith("numaplace: 2 of 3 runs recorded (r1.c1: 2 of its 3 runs, last r1 ok)")
+    assert err[-1] == "numaplace: 3 of 3 runs recorded (r1.c1: 3 ok)" and len(err) == 3

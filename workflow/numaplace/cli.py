@@ -240,6 +240,14 @@ def _no_record(e):
     return f"no record written: {cause}: {e}"
 
 
+PROGRESS_EVERY_S = 10.0
+
+
+def _walls(records):
+    """(run id, wall seconds) of the records a chunk wrote, for the re-estimate."""
+    return [(r.get("run_id"), r.get("wall_s")) for r in records if isinstance(r.get("wall_s"), (int, float))]
+
+
 def _said(rec):
     print(f"{rec['run_id']}: {rec['status']}" + (f" ({rec['reason']})" if rec["reason"] else ""), flush=True)
 
@@ -284,7 +292,19 @@ def _measure(a):
         sys.stderr.write(f"numaplace measure: {name}: cannot read its runs ({str(e)[:200]}); nothing was "
                          f"measured; run the same snakemake command again (the workflow writes them anew)\n")
         return 2
-    done = []
+    done, said = [], [time.monotonic()]
+
+    def tick(rec):
+        """A line on the console per run, at most one every PROGRESS_EVERY_S: a long chunk
+        is never silent, a chunk of class-S runs never floods it."""
+        done.append(rec)
+        _said(rec)
+        if time.monotonic() - said[0] >= PROGRESS_EVERY_S and len(done) < len(runs):
+            said[0] = time.monotonic()
+            line = progress_line(a.results, f"{name}: {len(done)} of its {len(runs)} runs, last "
+                                            f"{rec['run_id']} {rec['status']}", _walls(done))
+            if line:
+                sys.stderr.write(line + "\n")
 
     def aside(ids):
         sys.stderr.write(f"numaplace measure: {name}: {len(ids)} of its {len(runs)} runs have a record of "
@@ -292,8 +312,7 @@ def _measure(a):
                          f"{', ...' if len(ids) > 3 else ''}); each is set aside into attempts/ (kept, still "
                          f"counted) and measured again\n")
     try:
-        ledger = measure_chunk(runs, a.results, a.ledger, chunk, say=lambda rec: (done.append(rec), _said(rec)),
-                               decide=decide, aside=aside)
+        ledger = measure_chunk(runs, a.results, a.ledger, chunk, say=tick, decide=decide, aside=aside)
     except SnakemakeGone as e:
         command = _snakemake_command(e.argv) if e.argv else None
         sys.stderr.write(f"numaplace measure: {name}: stopped after {len(done)} of its {len(runs)} runs: "
@@ -323,7 +342,7 @@ def _measure(a):
         return 1
     counts = Counter(r["outcome"] for r in ledger["runs"])
     what = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
-    line = progress_line(a.results, f"{name}: {what}")
+    line = progress_line(a.results, f"{name}: {what}", _walls(done))
     sys.stderr.write((line or f"numaplace: {name}: {what}") + "\n")
     return 0
 
