@@ -15,12 +15,12 @@ runs (COMMON_TABLES, COMMON_FIGURES: the placement comparison, for kinds whose r
 `compared`), then each kind's own (`Kind.tables`, `Kind.figures`)."""
 from __future__ import annotations
 
-import signal
-from pathlib import Path
-
-
 import importlib
 import pkgutil
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -43,6 +43,12 @@ class Kind:
     compared = True            # one metric value per run: compared per placement (summary, best_worst)
     takes_args = False         # an experiment's `args` go to the binary
     class_steps = False        # a budget may step its class down (C -> B -> A)
+    # a memory kind whose node x node cells are one of the machine's matrices (the report's
+    # first screen, the answer's headline, compare's fingerprint, explain's costs): MatrixRole
+    matrix = None
+    # a compared kind whose placements the matrices explain (tables/explain.py): ExplainModel,
+    # or None (its placements are not explained, and the report says so)
+    explain = None
     tables: dict = {}          # its own tables: name → caption (results/<study>/tables/<name>.csv)
     figures: dict = {}         # its own figures: name → title (report/<study>/figures/<name>/)
 
@@ -125,6 +131,42 @@ def ended(exit_status):
 
 
 KINDS: dict[str, Kind] = {}
+
+
+@dataclass(frozen=True)
+class MatrixRole:
+    """How a memory kind's node x node medians read as one of the machine's matrices."""
+    what: str                   # "latency" | "read bandwidth": the matrix's name in the report
+    unit: str                   # shown unit ("ns", "GB/s")
+    scale: float                # table unit → shown unit (MB/s → GB/s: 1e-3)
+    fmt: str                    # number format of a cell
+    higher_is_better: bool
+    cost: str                   # what a cell is to explain: "latency" (ns per load) | "bandwidth" (s per GB)
+    not_cells: tuple = ()       # its modes whose runs are no cell (membw's parallel contention runs)
+
+    def cells(self, table, bench):
+        """The rows of memory_matrix.csv that are cells of this kind's matrix."""
+        return table[(table["bench"] == bench) & ~table["mode"].astype(str).isin(self.not_cells)]
+
+
+@dataclass(frozen=True)
+class ExplainModel:
+    """How a compared kind's placement costs follow from a matrix (numaplace.tables.explain):
+    the kind whose matrix it reads, the share of a thread's loads that reach every thread's
+    data (cls, threads → 0-1), and whether threads on one node contend for its bandwidth."""
+    matrix_kind: str
+    shared_share: Callable
+    contends: bool = False
+
+
+def matrix_kinds():
+    """{kind name: MatrixRole} of the registered kinds that give the machine's matrices."""
+    return {k.name: k.matrix for k in KINDS.values() if k.matrix}
+
+
+def explained_kinds():
+    """{kind name: ExplainModel} of the compared kinds the matrices explain."""
+    return {k.name: k.explain for k in KINDS.values() if k.explain}
 
 
 def register(kind):

@@ -24,7 +24,7 @@ Figures (report/<study>/figures/<name>/), ok rows only (pages on the intended no
   memory_contention  membw parallel per-thread MB/s (median) and their sum vs thread count"""
 from __future__ import annotations
 
-from numaplace.kinds import kind, register
+from numaplace.kinds import MatrixRole, kind, register
 from numaplace.kinds import membench_output
 from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _choice,
                                         _stride, _whole, intended_memory_node)
@@ -78,8 +78,10 @@ class Memlat(MemoryBench):
                                   f"at least 2 lines of {stride} B (--stride) to chase")
 
 
-register(Membw("membw", "membw read bandwidth", "value", "MB/s", True))
-register(Memlat("memlat", "memlat pointer-chase latency", "value", "ns", False))
+register(Membw("membw", "membw read bandwidth", "value", "MB/s", True,
+               matrix=MatrixRole("read bandwidth", "GB/s", 1e-3, ".1f", True, "bandwidth", ("parallel",))))
+register(Memlat("memlat", "memlat pointer-chase latency", "value", "ns", False,
+                matrix=MatrixRole("latency", "ns", 1.0, ".0f", False, "latency")))
 
 
 # -- tables ---------------------------------------------------------------------------

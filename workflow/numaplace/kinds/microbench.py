@@ -292,9 +292,9 @@ class MicroBench(Kind):
     default_sizes = 1           # sizes measured without --sizes
     run_s = 2.0                 # one run's estimated seconds per thread, measured on the reference machine
 
-    def __init__(self, name, title, metric, unit, higher_is_better):
+    def __init__(self, name, title, metric, unit, higher_is_better, matrix=None):
         self.name, self.title, self.metric, self.unit = name, title, metric, unit
-        self.higher_is_better = higher_is_better
+        self.higher_is_better, self.matrix = higher_is_better, matrix
 
     def parse(self, stdout):
         return membench_output.parse(stdout)

@@ -2,7 +2,7 @@
 make interface, NPB's report on stdout, Mop/s compared across placements."""
 from __future__ import annotations
 
-from numaplace.kinds import REPO, Kind, register
+from numaplace.kinds import REPO, ExplainModel, Kind, register
 from numaplace.kinds import npb_output
 
 
@@ -29,8 +29,8 @@ class NPBKernel(Kind):
     classes = ("S", "W", "A", "B", "C")
     variants = ("default", "serial-init", "mcmodel-medium")
 
-    def __init__(self, name, title, cost, mops_1t, efficiency, init_share, working_set_mb):
-        self.name, self.title, self._cost = name, title, cost
+    def __init__(self, name, title, cost, mops_1t, efficiency, init_share, working_set_mb, explain=None):
+        self.name, self.title, self._cost, self.explain = name, title, cost, explain
         self.mops_1t, self.efficiency, self.init_share = mops_1t, efficiency, init_share
         self._working_set_mb = working_set_mb
 
@@ -70,9 +70,22 @@ class NPBKernel(Kind):
 # tests/benchmarks/bench_vs_official.py, 2026-11-25), the parallel efficiency, the share of
 # set-up and warm-up beside the timed section, and the peak resident MiB per class
 # (NPB-FACTS and bench_vs_official; MG.C's three 514^3 grids with their coarser levels).
+def mg_shared_share(cls, threads):
+    """MG: a thread's halo exchange reaches its neighbours' planes, 2 of the grid's n per
+    thread (every thread's data once the threads outnumber half the planes)."""
+    n = MG.get(cls, (None,))[0]
+    return min(1.0, 2 * threads / n) if n else 0.0
+
+
+# the matrices explain them (numaplace.tables.explain): CG's sparse matrix-vector product
+# reads its own rows and a third of its loads reach the whole vector (latency-bound); MG's
+# stencils stream their own planes and share halos (bandwidth-bound, contended per node)
+CG_EXPLAIN = ExplainModel("memlat", lambda cls, threads: 1 / 3)
+MG_EXPLAIN = ExplainModel("membw", mg_shared_share, contends=True)
+
 register(NPBKernel("cg", "NPB CG", {"S": (1, 8), "W": (5, 16), "A": (15, 60), "B": (600, 420),
                                     "C": (1800, 1100)}, mops_1t=1840.0, efficiency=0.9, init_share=0.15,
-                   working_set_mb={"S": 5, "W": 17, "A": 50, "B": 344, "C": 891}))
+                   working_set_mb={"S": 5, "W": 17, "A": 50, "B": 344, "C": 891}, explain=CG_EXPLAIN))
 register(NPBKernel("mg", "NPB MG", {"S": (1, 8), "W": (10, 60), "A": (30, 460), "B": (120, 460),
                                     "C": (900, 3500)}, mops_1t=5830.0, efficiency=0.8, init_share=0.10,
-                   working_set_mb={"S": 5, "W": 58, "A": 435, "B": 435, "C": 3480}))
+                   working_set_mb={"S": 5, "W": 58, "A": 435, "B": 435, "C": 3480}, explain=MG_EXPLAIN))

@@ -11,13 +11,11 @@ import html
 import pandas as pd
 
 from numaplace.core.cpulist import parse_cpulist
+from numaplace.kinds import matrix_kinds
 from numaplace.core.text import counted
 
 MACHINE_FILE = "machine.txt"          # beside answer.txt: the terminal prints it first
 
-# (bench, what, unit, scale from the table's unit, format, higher is better)
-MATRICES = (("memlat", "latency", "ns", 1.0, ".0f", False),
-            ("membw", "read bandwidth", "GB/s", 1e-3, ".1f", True))
 
 
 def _size(kb):
@@ -62,8 +60,9 @@ def node_matrices(memory_matrix):
     if memory_matrix is None or not len(memory_matrix):
         return out
     m = memory_matrix
-    for bench, what, unit, scale, fmt, _ in MATRICES:
-        d = m[(m["bench"] == bench) & (m["mode"].astype(str) != "parallel")]
+    for bench, role in sorted(matrix_kinds().items(), key=lambda kv: kv[1].higher_is_better):
+        what, unit, scale, fmt = role.what, role.unit, role.scale, role.fmt
+        d = role.cells(m, bench)
         if d.empty:
             continue
         # the size of the most cells (a latency curve adds sizes on one cell only), largest of those
@@ -73,7 +72,8 @@ def node_matrices(memory_matrix):
         grid = d.groupby(["reader_node", "memory_node"])["median"].median().unstack() * scale
         grid.index = grid.index.astype(int)
         grid.columns = grid.columns.astype(int)
-        out[what] = {"grid": grid, "unit": unit, "fmt": fmt, "size": int(d["size_bytes"].iloc[0])}
+        out[what] = {"grid": grid, "unit": unit, "fmt": fmt, "size": int(d["size_bytes"].iloc[0]),
+                     "higher_is_better": role.higher_is_better}
     return out
 
 
@@ -102,7 +102,7 @@ def matrix_html(memory_matrix):
     out = []
     for what, m in node_matrices(memory_matrix).items():
         grid = m["grid"]
-        higher_better = next(h for _, w, *_, h in MATRICES if w == what)
+        higher_better = m["higher_is_better"]
         lo, hi = grid.min().min(), grid.max().max()
         rows = []
         for r, row in grid.iterrows():

@@ -36,12 +36,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from numaplace.kinds.npb import MG
+from numaplace.kinds import explained_kinds, matrix_kinds
 
 FLAT = 0.05          # predictions within 5 %: no difference expected from memory
 MISS = 0.10          # measured off the fitted line by more than 10 %: not explained
-# the matrix each kernel's cost is read from, and how a cell becomes a cost per load
-MATRIX_OF = {"cg": ("memlat", "latency"), "mg": ("membw", "bandwidth")}
 COLUMNS = ["bench", "class", "variant", "threads", "placement_id", "placement", "memory", "thread_nodes",
            "page_shares", "shared_share", "matrix", "predicted", "predicted_unit", "predicted_rank",
            "time_median_s", "time_min_s", "time_max_s", "measured_rank", "fitted_s", "off_pct",
@@ -52,12 +50,17 @@ NO_MATRICES = ("no node × node matrices: add memlat (latency, for CG) and membw
                "results/<study>/tables/memory_matrix.csv`")
 
 
+def matrix_of():
+    """{compared kind: (the kind whose matrix its cost is read from, how a cell becomes a
+    cost per load)}, from the kinds' own explain models (numaplace.kinds)."""
+    roles = matrix_kinds()
+    return {name: (m.matrix_kind, roles[m.matrix_kind].cost) for name, m in explained_kinds().items()
+            if m.matrix_kind in roles}
+
+
 def shared_share(bench, cls, threads):
     """The share of a thread's loads that reach data of every thread (see the module)."""
-    if bench == "cg":
-        return 1 / 3
-    n = MG.get(cls, (None,))[0]
-    return min(1.0, 2 * threads / n) if n else 0.0
+    return explained_kinds()[bench].shared_share(cls, threads)
 
 
 def matrices(memory_matrix):
@@ -69,8 +72,9 @@ def matrices(memory_matrix):
     if memory_matrix is None or not len(memory_matrix):
         return out
     m = memory_matrix
-    for bench, kind in MATRIX_OF.values():
-        d = m[(m["bench"] == bench) & ((m["mode"] == "serial") | m["mode"].isna() | (bench == "memlat"))]
+    roles = matrix_kinds()
+    for bench, kind in matrix_of().values():
+        d = roles[bench].cells(m, bench)
         if d.empty:
             continue
         d = d[d["size_bytes"] == d["size_bytes"].max()]
@@ -168,14 +172,15 @@ def explain_table(summary, runs, numa_pages, memory_matrix):
     ok_runs = runs[(runs["status"] == "ok") & runs["current"].astype(bool)] if len(runs) else runs
     groups = numa_pages[numa_pages["level"] == "group"] if len(numa_pages) else numa_pages
     rows = []
-    npb = summary[summary["bench"].isin(list(MATRIX_OF)) & (summary["n"].fillna(0) > 0)]
+    explained = matrix_of()
+    npb = summary[summary["bench"].isin(list(explained)) & (summary["n"].fillna(0) > 0)]
     for s in npb.to_dict("records"):
         key = {k: s[k] for k in ("bench", "class", "variant", "threads", "placement_id")}
         g_runs = _of(ok_runs, key)
         g_pages = _of(groups, key)
         threads = _counts(g_runs["thread_nodes"].iloc[0]) if len(g_runs) else {}
         pages = {int(r["node"]): float(r["share"]) for r in g_pages.to_dict("records") if not pd.isna(r["share"])}
-        bench_m = MATRIX_OF[s["bench"]][0]
+        bench_m = explained[s["bench"]][0]
         shared = shared_share(s["bench"], s["class"], int(s["threads"]))
         mat = mats.get(bench_m)
         pred = (predicted_cost(threads, pages, mat, _owner(s["memory"], s["variant"]), shared)
@@ -214,7 +219,7 @@ def _judge_case(case, mats):
     case["case_spearman"] = np.nan
     case["case_spearman_p"] = np.nan
     bench = case["bench"].iloc[0]
-    if not mats.get(MATRIX_OF[bench][0]):
+    if not mats.get(matrix_of()[bench][0]):
         case["case_verdict"] = NO_MATRICES
         return case
     verdict = _line(case, have, bench)
@@ -256,7 +261,7 @@ def _line(case, have, bench):
         outside = not (r["time_min_s"] <= r["fitted_s"] <= r["time_max_s"])
         if abs(r["off_pct"]) > 100 * MISS and outside:
             causes = list(r["_cause"])
-            if r["off_pct"] > 0 and r["_per_node"] > 1 and bench == "mg":
+            if r["off_pct"] > 0 and r["_per_node"] > 1 and explained_kinds()[bench].contends:
                 causes.append(f"contention: {r['_per_node']:g} threads share a node's bandwidth")
             case.at[i, "explained"] = "no"
             case.at[i, "cause"] = "; ".join(causes) or "not seen in the records (not memory placement alone)"
