@@ -146,3 +146,19 @@ def test_the_answer_says_why_in_one_line(vm_tables, moved_tables):
     assert why_lines(vm_tables["explain"]) == []
     (ranked,) = why_lines(explain(vm_tables, both(100.0, 200.0)))
     assert "Spearman" in ranked
+
+
+def test_a_flat_matrix_draws_no_explained_points(tmp_path):
+    """Issue 41.9: where the matrices are flat (or 1 x 1) the model expects no difference
+    and explains nothing: its points are grey, never the green "explained"."""
+    import pandas as pd
+    from numaplace.figures import plots
+    g = pd.DataFrame([{"bench": "cg", "class": "S", "variant": "default", "threads": 2, "placement": p,
+                       "predicted": 100.0, "predicted_unit": "ns per load", "time_median_s": t, "time_min_s": t,
+                       "time_max_s": t, "fitted_s": float("nan"), "explained": "flat",
+                       "case_verdict": "no difference expected"} for p, t in (("a", 1.0), ("b", 1.2))])
+    w = plots._Writer(tmp_path / "fig", plots.Section("figures", {"formats": ["svg"]}).whole())
+    plots.explain_figures(g, w)
+    svg = next((tmp_path / "fig").rglob("*.svg")).read_text()
+    # matplotlib's SVG keeps each text as a comment beside its glyphs
+    assert "<!-- no difference expected (flat matrices) -->" in svg and "<!-- explained -->" not in svg

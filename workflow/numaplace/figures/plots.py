@@ -418,11 +418,20 @@ def explain_figures(explain, w):
         fig, ax = plt.subplots(figsize=(w.cfg["width"] * 0.75, 4.0))
         x, y = g["predicted"].astype(float), g["time_median_s"].astype(float)
         missed = (g["explained"] == "no").to_numpy()
+        fits = (g["explained"] == "yes").to_numpy()
         ax.errorbar(x, y, yerr=[y - g["time_min_s"].astype(float), g["time_max_s"].astype(float) - y],
                     fmt="none", ecolor="grey", capsize=2, zorder=2)
-        ax.scatter(x[~missed], y[~missed], color=COLORS["best"], zorder=3, label="explained")
+        # "explained" only where the model was judged against the line: a flat matrix (or
+        # a 1 x 1 one) expects no difference and explains nothing
+        if fits.any():
+            ax.scatter(x[fits], y[fits], color=COLORS["best"], zorder=3, label="explained")
         if missed.any():
             ax.scatter(x[missed], y[missed], color=COLORS["worst"], zorder=3, label="not explained")
+        rest = ~(fits | missed)
+        if rest.any():
+            flat = (g["explained"] == "flat").to_numpy()
+            ax.scatter(x[rest], y[rest], color=COLORS["one"], zorder=3,
+                       label="no difference expected (flat matrices)" if flat[rest].all() else "not judged")
         if g["fitted_s"].notna().any():
             order = np.argsort(x.to_numpy())
             ax.plot(x.to_numpy()[order], g["fitted_s"].astype(float).to_numpy()[order], color="black", lw=0.8,
