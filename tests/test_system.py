@@ -150,6 +150,7 @@ def _hold(tmp_path, r, state):
     return p
 
 
+@pytest.mark.workflow      # times a Python child's start and its SIGINT (p.wait(30)): not a unit test (MARKERS.md)
 def test_ctrl_c_restores(tmp_path):
     r = fake_root(tmp_path, balancing=1)
     state = tmp_path / system.STATE_FILE

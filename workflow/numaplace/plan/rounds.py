@@ -45,8 +45,9 @@ class Repetitions:
 
     def can_step_down(self):
         """May a budget plan one repetition fewer? Never below 3 (nor up to 3 from fewer),
-        nor below an adaptive min."""
-        return self.most > max(3, self.least if self.adaptive else 0)
+        nor an adaptive max below its min or below ADAPTIVE_MAX_FLOOR: with 3 runs a side
+        Mann-Whitney's exact p cannot fall below 0.10, so no case could ever stop early."""
+        return self.most > max(3, max(self.least, ADAPTIVE_MAX_FLOOR) if self.adaptive else 0)
 
     def setting(self, most):
         """The study-file form of these repetitions with `most` as the largest count (the
@@ -60,6 +61,9 @@ class Repetitions:
     def facts(self):
         """What a record of an adaptive run keeps of its setting."""
         return {"min": self.least, "max": self.most, "alpha": self.alpha}
+
+
+ADAPTIVE_MAX_FLOOR = 4     # 4 runs a side: exact two-sided p can reach 2/70 = 0.029 < 0.05
 
 
 @dataclass(frozen=True)

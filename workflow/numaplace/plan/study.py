@@ -191,7 +191,7 @@ class Study:
         the node they are meant for (free memory per node and class, kept per study: a
         serial-init run puts its whole working set on one node), then every kernel's
         largest class while the estimate is above the study's budget, then repetitions (to
-        3, and never below an adaptive experiment's min: its max steps down). Each step is
+        3, and never below an adaptive experiment's min or 4: its max steps down). Each step is
         said in budget_notes."""
         import copy
         text = self.config["budget"]
@@ -223,10 +223,11 @@ class Study:
                 c = self.config = copy.deepcopy(self.config)
                 exps = c["experiments"]
                 reps = {e["name"]: Repetitions.of(setting("repetitions", c, e)) for e in exps}
-                # never below 3, never up to 3 from fewer, never below an adaptive min
+                # never below 3, never up to 3 from fewer, never below an adaptive min or 4
                 fewer = {n: r for n, r in reps.items() if r.can_step_down()}
                 if not fewer:
-                    floor = "3 repetitions" + (" (or an adaptive experiment's min)"
+                    floor = "3 repetitions" + (" (or an adaptive experiment's min, and at least 4 rounds: with "
+                                               "3 runs a side no case could stop early at p < 0.05)"
                                                if any(r.adaptive for r in reps.values()) else "")
                     raise ConfigError(self.where, "budget", f"{text}: even class A with at most {floor} is "
                                       f"estimated at {budget.format_duration(self.estimate().total)}; "

@@ -1,0 +1,60 @@
+"""Mann-Whitney's p with ties between the two groups (NPB prints its times to 0.01 s) is
+the one numaplace documents (numaplace.core.stats.mann_whitney_p: exact over every split
+of the pooled runs, mid-ranks), the same as scipy's for that method; the report's verdict
+and the adaptive repetitions' stop (numaplace.judge.separation) rest on it. Issue 42,
+behaviour 4 (tests/benchmarks/behaviour_bugs.py shows the tests failing on the mistake)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from numaplace.core.stats import mann_whitney_p
+from numaplace.judge.separation import decide
+
+pytestmark = pytest.mark.unit
+
+# 5 runs a side, no tie within a side, one between the sides (2.07 s in both): mid-ranks,
+# U = 2.5; exact over the 252 splits p = 10/252 = 0.0397. scipy's "exact" (U's distribution
+# without ties) says 0.0556, the normal approximation 0.0465.
+BEST = [2.01, 2.02, 2.03, 2.04, 2.07]
+NEXT = [2.05, 2.06, 2.07, 2.08, 2.09]
+
+
+def scipy_p(a, b):
+    """scipy's Mann-Whitney with the method numaplace documents for ties: every split."""
+    return stats.mannwhitneyu(a, b, alternative="two-sided", method=stats.PermutationMethod(n_resamples=np.inf)).pvalue
+
+
+@pytest.mark.parametrize("a, b", [
+    (BEST, NEXT),
+    ([2.01, 2.02, 2.03, 2.05], [2.03, 2.05, 2.06, 2.07]),              # two ties between the groups
+    ([10.0, 10.0, 10.01, 10.02, 10.02], [10.01, 10.02, 10.03, 10.03]),  # ties within and between, 5 vs 4
+    ([1.5, 1.6, 1.7], [1.7, 1.8, 1.9, 2.0, 2.1, 2.2]),
+], ids=["one-between", "two-between", "within-and-between", "3-vs-6"])
+def test_mann_whitney_p_with_ties_between_the_groups_is_scipys_exact_over_every_split(a, b):
+    assert mann_whitney_p(a, b) == pytest.approx(scipy_p(a, b), rel=1e-12)
+    assert mann_whitney_p(b, a) == pytest.approx(scipy_p(a, b), rel=1e-12)
+
+
+def test_a_tie_between_the_groups_does_not_push_p_over_alpha():
+    """The planted pair: p 0.040, beyond noise at 0.05 (0.056 without the ties' mid-ranks
+    would read 'within noise')."""
+    assert mann_whitney_p(BEST, NEXT) == pytest.approx(10 / 252)
+    assert mann_whitney_p(BEST, NEXT) < 0.05
+
+
+def rec(pid, rep, t):
+    return {"run_id": f"cg.S.default.{pid}.r{rep}", "bench": "cg", "class": "S", "variant": "default", "rep": rep,
+            "status": "ok", "output": {"time_s": t, "complete": True, "verified": True},
+            "placement": {"id": pid, "shape": pid, "memory": "local", "binding": "process", "threads": 2}}
+
+
+def test_an_adaptive_case_stops_once_a_tied_pair_is_separated():
+    """Rounds 1-5 of two placements with the tie between them: round 6 (min 5, max 6: one
+    look at 0.05) is not needed, p 0.04. (Fails when ties are ignored: 0.056, the case runs on.)"""
+    records = [rec("a", i, t) for i, t in enumerate(BEST, 1)] + [rec("b", i, t) for i, t in enumerate(NEXT, 1)]
+    spec = {k: v for k, v in rec("b", 6, None).items() if k not in ("status", "output")}
+    d = decide(records, spec, 5, 0.05, 6)
+    assert d.stop and d.p == pytest.approx(10 / 252), d
+    assert d.reason == "best a and runner-up b separated after 5 rounds: Mann-Whitney p 0.04 < 0.05"
