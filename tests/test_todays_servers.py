@@ -252,3 +252,24 @@ def test_a_32_node_matrix_is_sampled_one_cell_per_distance_class():
 def test_eight_nodes_keep_every_cell():
     st = plan(many_nodes(8, 14))
     assert len({r.placement.id for r in st.runs if "memory-matrix" in r.experiments}) == 64
+
+
+def epyc_9654_nps4():
+    """2 x EPYC 9654 in NPS4: 8 nodes x 24 cores + SMT (CPU c and c+192), 96 GiB a node,
+    one 32 MiB L3 per 8-core CCD (24 in all), SLIT 10 / 12 within a socket / 32 across."""
+    nodes = {n: list(range(24 * n, 24 * n + 24)) + list(range(192 + 24 * n, 192 + 24 * n + 24)) for n in range(8)}
+    siblings = {c: (c % 192, c % 192 + 192) for c in range(384)}
+    dist = [[10 if a == b else 12 if a // 4 == b // 4 else 32 for b in range(8)] for a in range(8)]
+    l3 = [f"{8 * k}-{8 * k + 7},{192 + 8 * k}-{192 + 8 * k + 7}" for k in range(24)]
+    caches = [{"level": 3, "type": "Unified", "size_kb": 32768, "shared_cpus": l3}]
+    return Topology("auto", nodes, {n: 98304 for n in range(8)}, dist, siblings=siblings, caches=caches)
+
+
+def test_an_epyc_in_nps4_plans_the_default_study():
+    """192 loaders x 3 GiB (DRAM = 4 x 24 x 32 MiB) on a 96 GiB node was refused; stepped
+    down to 256 MiB a buffer (half the node over 192 threads), said in the plan."""
+    st = plan(epyc_9654_nps4())
+    ll = {r.args for r in st.runs if "memory-loaded-latency" in r.experiments}
+    assert ll == {("--sizes", "256M", "--reps", "3")}
+    assert any("192 buffers of 3 GiB" in line for line in st.plan_summary())
+    assert st.plan_summary()[0].split(": ")[1].startswith("8 NUMA nodes, 192 cores (384 CPUs)")
