@@ -5,7 +5,9 @@ SLIT by hand.
 Nodes, their OS CPU ids, memory and SLIT distances come from sysfs exactly as
 `platform: auto` reads them (topology.from_sysfs), so a study plans the same runs with
 either; caches and SMT siblings from the CPUs' sysfs entries; hwloc, where installed,
-is asked for the same nodes and CPUs and its agreement (or not) goes into the header.
+is asked for the same nodes and CPUs and its agreement (or not) goes into the header;
+HMAT and the memory tiers, where the kernel shows them, go into `firmware:`
+(machine.firmware), for the reader and the report: plans do not read them.
 The YAML is written here by hand (no PyYAML needed: the NUMA-VM guest has none).
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
+from numaplace.machine.firmware import read_firmware
 from numaplace.machine.topology import from_sysfs, process_allowed, read_caches as caches
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -96,6 +99,22 @@ def platform_body(name, description, nodes, memory_mb, distances, cache_list, sm
     return lines
 
 
+def firmware_body(fw):
+    """The platform file's `firmware:` lines (HMAT and memory tiers; the SLIT is
+    `distances:`), none where sysfs has neither. Information for the reader and the
+    report beside the measured matrices: plans do not read it."""
+    if not fw.get("hmat") and not fw.get("tiers"):
+        return []
+    lines = ["firmware:"]
+    if fw.get("hmat"):
+        lines.append("  hmat:           # memory node: its best initiators' read/write latency (ns), bandwidth (MB/s)")
+        lines += [f"    {_q(n)}: {json.dumps(classes)}" for n, classes in sorted(fw["hmat"].items(), key=lambda kv: int(kv[0]))]
+    if fw.get("tiers"):
+        lines.append("  tiers:          # the kernel's memory tiers, fastest first")
+        lines += [f"    - {json.dumps(t)}" for t in fw["tiers"]]
+    return lines
+
+
 def detect(name, sys_root="/sys", use_hwloc=None):
     """The platform file's text for this machine (use_hwloc: default only on the live /sys)."""
     if not NAME.match(name or ""):
@@ -119,6 +138,11 @@ def detect(name, sys_root="/sys", use_hwloc=None):
     else:
         head += ["  nodes         no NUMA sysfs: one node of every CPU this process may use "
                  "(as platform: auto)"]
+    fw = read_firmware(sys_root)
+    if fw.get("hmat"):
+        head.append(f"  firmware.hmat sysfs {node_root}/node*/access[01]/initiators (the firmware's ACPI HMAT)")
+    if fw.get("tiers"):
+        head.append(f"  firmware.tiers sysfs {Path(sys_root, 'devices/virtual/memory_tiering')}/memory_tier*/nodelist")
     head += [f"  caches        sysfs {cpu_root}/cpu*/cache/index*/{{level,type,size,shared_cpu_list}}",
              f"  smt_siblings  sysfs {cpu_root}/cpu*/topology/thread_siblings_list"]
     if use_hwloc is None:
@@ -144,6 +168,7 @@ def detect(name, sys_root="/sys", use_hwloc=None):
     lines = [f"# {h}" if h else "#" for h in head]
     lines += platform_body(name, f"{socket.gethostname()}: {len(topo.nodes)} NUMA nodes, {len(topo.cpus)} CPUs (detected)",
                            topo.nodes, topo.memory_mb, topo.distances, cache_list, smt)
+    lines += firmware_body(fw)
     if limited.allowed:
         a = limited.allowed
         lines += [f"# this process may use only part of the machine ({a['source']}): plans stay inside it;",

@@ -122,8 +122,12 @@ def free_mb_by_node(root=ROOT):
 
 
 def at_start(root=ROOT):
-    """The record's `system` object when the run starts (counters kept for at_end)."""
-    return {**settings(root), "free_mb_by_node": free_mb_by_node(root), "vmstat_start": migration_counters(root)}
+    """The record's `system` object when the run starts (counters kept for at_end), with
+    what the firmware says of the memory (SLIT, HMAT, memory tiers: machine.firmware),
+    so the report can set it beside what was measured."""
+    from numaplace.machine.firmware import read_firmware
+    return {**settings(root), "free_mb_by_node": free_mb_by_node(root), "vmstat_start": migration_counters(root),
+            "firmware": read_firmware(Path(root, "sys"))}
 
 
 def at_end(system, root=ROOT):

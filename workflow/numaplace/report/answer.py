@@ -12,6 +12,7 @@ import pandas as pd
 from numaplace.kinds import KINDS, groups
 from numaplace.core.text import counted
 from numaplace.core.stats import ALPHA, compared_by
+from numaplace.machine.firmware import disagreements, firmware_ratios
 from numaplace.report.machine import node_matrices
 
 
@@ -20,10 +21,13 @@ def _mean(xs):
     return float(np.mean(xs)) if len(xs) else float("nan")
 
 
-def machine_line(matrix, topology, runs=None):
+def machine_line(matrix, topology, runs=None, firmware=None):
     """One line on the machine: nodes, the SLIT's distance classes over local, and the
-    measured local and remote values with their ratio; memory runs that shared their CPUs
-    with other load are counted in the line they feed."""
+    measured local and remote values with their ratio; HMAT's ratios and the memory tiers
+    where the records have them (firmware: a record's system.firmware); memory runs that
+    shared their CPUs with other load are counted in the line they feed."""
+    if (firmware or {}).get("tiers") and not (topology or {}).get("tiers"):
+        topology = {**(topology or {}), "tiers": firmware["tiers"]}
     node_cpus = (topology or {}).get("nodes", {})
     nodes = len(node_cpus) or None
     memory_only = sorted(int(n) for n, c in node_cpus.items() if not c)
@@ -36,9 +40,10 @@ def machine_line(matrix, topology, runs=None):
     head = f"machine: {counted(nodes, 'NUMA node')}" if nodes else "machine"
     if nodes and memory_only:
         head += f" ({nodes - len(memory_only)} with CPUs, {len(memory_only)} memory only)"
+    fw_words = firmware_words(firmware)
     if matrix is None or not len(matrix):
-        return f"{head}{', ' + slit if slit else ''}; no memory matrix measured (add a matrix experiment " \
-               "of memlat and membw to see local vs remote)"
+        return f"{head}{''.join(', ' + w for w in [slit] + fw_words if w)}; no memory matrix measured " \
+               "(add a matrix experiment of memlat and membw to see local vs remote)"
     parts = [head]
     # the numbers of the matrices printed beside the answer (report.machine), one thread a cell
     grids = node_matrices(matrix)
@@ -60,12 +65,57 @@ def machine_line(matrix, topology, runs=None):
     parts += memory_only_words(grids, memory_only, topology)
     if slit:
         parts.append(slit)
+    parts += fw_words
     if runs is not None and len(runs) and "shared_cpus" in runs:
         mem = runs[runs["bench"].isin(set(matrix["bench"])) & runs["current"].astype(bool)]
         shared = int(mem["shared_cpus"].astype(bool).sum())
         if shared:
             parts.append(f"{shared} of these {len(mem)} memory runs shared their CPUs with other load")
     return " · ".join(parts)
+
+
+def firmware_words(firmware, most=6):
+    """The firmware beside the SLIT: HMAT's remote/local read latency and bandwidth per
+    initiator and memory node ('HMAT node 0 -> 2: latency 1.9x, bandwidth 0.45x local'),
+    and the kernel's memory tiers where there are several."""
+    out = []
+    pairs = [f"{i} -> {t}: " + ", ".join(f"{w.split('_')[0]} {r[w]:.2g}x" for w in ("latency_ratio", "bandwidth_ratio")
+                                          if w in r) + " local"
+             for (i, t), r in firmware_ratios(firmware).items()]
+    if pairs:
+        out.append("HMAT node " + "; ".join(pairs[:most]) + (f"; {len(pairs) - most} more" if len(pairs) > most else ""))
+    tiers = (firmware or {}).get("tiers") or []
+    if len(tiers) > 1:
+        from numaplace.core.cpulist import format_cpulist
+        out.append("memory tiers " + "; ".join(
+            f"{t['tier']}: node{'s' * (len(t.get('nodes', [])) != 1)} {format_cpulist(t.get('nodes', [])) or '-'}"
+            for t in tiers))
+    return out
+
+
+def measured_ratios(grids):
+    """{(reader node, memory node): {"latency_ratio", "bandwidth_ratio"}}: each remote cell
+    of the matrices printed beside the answer over its reader's local cell (remote/local,
+    the ratios machine.firmware.disagreements compares with the firmware's)."""
+    out = {}
+    for m in grids.values():
+        g, key = m["grid"], "bandwidth_ratio" if m["higher_is_better"] else "latency_ratio"
+        for r in g.index:
+            if r not in g.columns or pd.isna(g.loc[r, r]) or not g.loc[r, r]:
+                continue
+            for c in g.columns:
+                if c != r and pd.notna(g.loc[r, c]):
+                    out.setdefault((int(r), int(c)), {})[key] = float(g.loc[r, c] / g.loc[r, r])
+    return out
+
+
+def firmware_lines(matrix, firmware):
+    """A line per cell where the firmware (SLIT, HMAT) and the measured matrices disagree
+    by more than machine.firmware.TOLERANCE: a wrong SLIT or HMAT misleads the kernel's
+    balancing and every tool that places by distance."""
+    if not firmware or matrix is None or not len(matrix):
+        return []
+    return [f"firmware vs measured: {d}" for d in disagreements(firmware, measured_ratios(node_matrices(matrix)))]
 
 
 def memory_only_words(grids, memory_only, topology):
@@ -437,14 +487,16 @@ def case_launch_lines(case, placements):
     return launch_lines(best, program)
 
 
-def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None, placements=None):
+def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None, placements=None, firmware=None):
     """The whole answer: the machine, each kernel, what was left out, the estimate vs real."""
-    return answer_data(tables, topology, not_applicable, estimate_line, placements)["lines"]
+    return answer_data(tables, topology, not_applicable, estimate_line, placements, firmware)["lines"]
 
 
-def answer_data(tables, topology=None, not_applicable=(), estimate_line=None, placements=None):
-    """The answer as data (answer.json: docs/answer.schema.json) with its lines."""
-    lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"))]
+def answer_data(tables, topology=None, not_applicable=(), estimate_line=None, placements=None, firmware=None):
+    """The answer as data (answer.json: docs/answer.schema.json) with its lines; firmware:
+    a record's system.firmware (SLIT, HMAT, memory tiers), None where not recorded."""
+    lines = [machine_line(tables.get("memory_matrix"), topology, tables.get("runs"), firmware)]
+    lines += firmware_lines(tables.get("memory_matrix"), firmware)
     busy = busy_line(tables.get("runs"))
     if busy:
         lines.append(busy)

@@ -8,7 +8,8 @@ studies of older numaplace versions compare too. Written to --out:
 - fingerprints.csv: per study, the machine as measured: nodes, the SLIT's remote/local
   classes beside the measured latency and bandwidth ratios, local read bandwidth per node,
   the latency curve's knees beside the sysfs cache sizes, and the kernel settings its runs
-  saw (numa_balancing, THP, ...).
+  saw (numa_balancing, THP, ...); where the records have them, HMAT's ratios, the memory
+  tiers and the cells where the firmware and the measurement disagree (machine.firmware).
 - compare.csv: every NPB placement measured in more than one study (matched by kernel,
   class, variant, threads and placement words), its median per study, and against the
   first study: the change and whether it is beyond noise (the min-max ranges do not
@@ -47,6 +48,8 @@ class Compared:
         self.name = first.get("study") or self.dir.name
         self.host, self.kernel = first.get("host"), first.get("kernel")
         self.topology = first.topology
+        self.firmware = next((r["system"]["firmware"] for r in records
+                              if (r.get("system") or {}).get("firmware")), None)
 
 
 def _mean(xs):
@@ -96,11 +99,36 @@ def fingerprint(s):
             c = caches.iloc[0]
             row["caches_sysfs"] = " ".join(f"{k[6:]}:{_size(v)}" for k, v in c.items() if pd.notna(v) and v)
         row["latency_knees"] = " ".join(_size(k) for k in knees(memory))
+    row.update(firmware_columns(getattr(s, "firmware", None), matrix))
     current = runs[runs["current"].astype(bool)] if len(runs) else runs
     for k in SETTINGS:
         col = f"sys_{k}"
         if col in current and current[col].notna().any():
             row[k] = " / ".join(sorted({str(v) for v in current[col].dropna()}))
+    return row
+
+
+def firmware_columns(fw, matrix):
+    """The firmware beside the measured ratios: HMAT's remote/local read latency and
+    local/remote read bandwidth per initiator -> memory node (the conventions of the
+    measured columns), the memory tiers, and the cells where SLIT or HMAT and the matrices
+    disagree (machine.firmware.disagreements)."""
+    from numaplace.machine.firmware import disagreements, firmware_ratios
+    from numaplace.report.answer import measured_ratios
+    from numaplace.report.machine import node_matrices
+    if not fw:
+        return {}
+    row = {}
+    ratios = firmware_ratios(fw)
+    for what, key, inv in (("latency", "latency_ratio", False), ("bandwidth", "bandwidth_ratio", True)):
+        cells = [f"{i}->{t}:{(1 / r[key] if inv else r[key]):.2g}x" for (i, t), r in ratios.items() if r.get(key)]
+        if cells:
+            row[f"hmat_{what}_remote_local"] = " ".join(cells)
+    if fw.get("tiers"):
+        from numaplace.core.cpulist import format_cpulist
+        row["memory_tiers"] = " ".join(f"{t['tier']}:{format_cpulist(t.get('nodes', [])) or '-'}" for t in fw["tiers"])
+    if matrix is not None and len(matrix):
+        row["firmware_disagrees"] = "; ".join(disagreements(fw, measured_ratios(node_matrices(matrix))))
     return row
 
 
@@ -230,6 +258,10 @@ def compare(results_dirs, out_dir):
                      f"measured in more than one study)")
     elif not len(side):
         lines.append("no NPB placement was measured in more than one of these studies")
+    if "firmware_disagrees" in fp:
+        lines += [f"{r['study']}: firmware vs measured: {d}" for r in fp.to_dict("records")
+                  if isinstance(r["firmware_disagrees"], str) and r["firmware_disagrees"]
+                  for d in r["firmware_disagrees"].split("; ")]
     differ = [k for k in SETTINGS if k in fp and fp[k].nunique(dropna=False) > 1]
     if differ:
         lines.append("settings that differ: " + "; ".join(
@@ -239,7 +271,7 @@ def compare(results_dirs, out_dir):
     md = ["# numaplace comparison", "", *[f"- {x}" for x in lines], "",
           "## The machines as measured", "",
           "Measured latency and read-bandwidth ratios (remote over local, local over remote) beside the "
-          "SLIT's distance classes; local bandwidth per node; knees of the local latency curve (a size "
+          "SLIT's distance classes and, where recorded, HMAT's and the memory tiers; local bandwidth per node; knees of the local latency curve (a size "
           f"whose latency is {KNEE}x the size before's) beside the sysfs cache sizes; the kernel settings "
           "the runs saw.", ""]
     fp_cols = [(c, c) for c in fp.columns]

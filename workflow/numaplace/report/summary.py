@@ -448,11 +448,12 @@ def study_answer(tables, results_dir):
                              f"{format_duration(span)} from the first {'build' if built and first < start.min() else 'run'}"
                              f"'s start to the last run's end ({len(current)} of {e['runs']} runs recorded)")
     from numaplace.report.answer import answer_data
-    placements = {}
+    placements, firmware = {}, None
     for rec in iter_records(results_dir):               # each placement as its runs recorded it
         p = rec.get("placement") or {}
         placements.setdefault(p.get("id"), p)
-    data = answer_data(tables, topology, decisions, estimate_line, placements)
+        firmware = firmware or (rec.get("system") or {}).get("firmware")   # SLIT, HMAT, tiers
+    data = answer_data(tables, topology, decisions, estimate_line, placements, firmware)
     data["machine"] = {"facts": facts_line(topology), "topology": topology,
                        "matrices": {what: {"unit": m["unit"], "size_bytes": m["size"],
                                            "nodes": [int(c) for c in m["grid"].columns],
