@@ -26,6 +26,7 @@ import pandas as pd
 
 from numaplace.core.stats import mann_whitney_p
 from numaplace.core.text import counted
+from numaplace.kinds import matrix_kinds
 from numaplace.machine.system import REPORTED
 
 CASE = ["bench", "class", "variant", "threads"]
@@ -56,9 +57,16 @@ def _mean(xs):
     return float(np.mean(xs)) if len(xs) else float("nan")
 
 
+def _setting(v):
+    """A setting as its runs wrote it: 0, not 0.0 (a column with empty cells, of records
+    that never ran, is read back as floats)."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
 def knees(memory):
     """Sizes (bytes) where memlat's local latency curve jumps by KNEE or more."""
-    d = memory[(memory["bench"] == "memlat") & (memory["status"] == "ok")
+    latency = [b for b, role in matrix_kinds().items() if role.cost == "latency"]
+    d = memory[memory["bench"].isin(latency) & (memory["status"] == "ok")
                & (memory["reader_node"] == memory["memory_node"])] if len(memory) else memory
     if not len(d):
         return []
@@ -79,20 +87,23 @@ def fingerprint(s):
             {dist[i][j] / dist[i][i] for i in range(len(dist)) for j in range(len(dist)) if i != j}))
     if matrix is not None and len(matrix):
         top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
-        for bench, what, scale in (("memlat", "latency_ns", 1.0), ("membw", "bandwidth_gbs", 1e-3)):
-            m = top[(top["bench"] == bench) & ((top["mode"] == "serial") | (bench == "memlat"))]
+        # each matrix kind's cells (numaplace.kinds: MatrixRole), columns named by what they are
+        for bench, role in sorted(matrix_kinds().items(), key=lambda kv: kv[1].higher_is_better):
+            what = "latency_ns" if role.cost == "latency" else "bandwidth_gbs"
+            m = role.cells(top, bench)
             if not len(m):
                 continue
             local = m[m["reader_node"] == m["memory_node"]]
             remote = m[m["reader_node"] != m["memory_node"]]["median"]
-            row[f"{what}_local"] = round(_mean(local["median"]) * scale, 3)
+            row[f"{what}_local"] = round(_mean(local["median"]) * role.scale, 3)
             if len(remote):
-                row[f"{what}_remote"] = round(_mean(remote) * scale, 3)
+                row[f"{what}_remote"] = round(_mean(remote) * role.scale, 3)
                 ratio = _mean(remote) / _mean(local["median"])
-                row[f"{what.split('_')[0]}_remote_local"] = round(ratio if bench == "memlat" else 1 / ratio, 3)
-            if bench == "membw":
-                row["bandwidth_gbs_per_node"] = " ".join(
-                    f"n{int(n)}:{v * scale:.1f}" for n, v in local.groupby("memory_node")["median"].median().items())
+                # how many times worse remote is: latency over local, local bandwidth over remote
+                row[f"{what.split('_')[0]}_remote_local"] = round(1 / ratio if role.higher_is_better else ratio, 3)
+            if role.higher_is_better:
+                row[f"{what}_per_node"] = " ".join(
+                    f"n{int(n)}:{v * role.scale:.1f}" for n, v in local.groupby("memory_node")["median"].median().items())
     if memory is not None and len(memory):
         caches = memory[["cache_l1d", "cache_l2", "cache_l3"]].dropna(how="all")
         if len(caches):
@@ -104,7 +115,7 @@ def fingerprint(s):
     for k in SETTINGS:
         col = f"sys_{k}"
         if col in current and current[col].notna().any():
-            row[k] = " / ".join(sorted({str(v) for v in current[col].dropna()}))
+            row[k] = " / ".join(sorted({_setting(v) for v in current[col].dropna()}))
     return row
 
 
@@ -141,24 +152,34 @@ def _times(runs, key):
 
 
 def side_by_side(studies):
-    """compare.csv: placements measured (ok) in two or more studies, against the first."""
-    keys = CASE + ["placement"]
+    """compare.csv: placements measured (ok) in two or more studies, against the first,
+    matched by placement id: two placements may share their words (taskset's and
+    numactl's compact 2), never their id; such a label is told apart by its id."""
+    keys = CASE + ["placement_id"]
     frames = []
     for s in studies:
         d = s.tables["summary"]
-        d = d[d["n"].fillna(0) > 0][keys + ["placement_id", "n", "time_median_s", "time_min_s", "time_max_s"]]
+        d = d[d["n"].fillna(0) > 0][keys + ["placement", "n", "time_median_s", "time_min_s", "time_max_s"]]
         frames.append(d.assign(study=s.name))
     if not frames:
         return pd.DataFrame()
     allrows = pd.concat(frames)
+    # a label two ids of one case share: "<label> (<id>)" (the figure's rows are its labels)
+    ids_of = allrows.groupby(CASE + ["placement"], sort=False)["placement_id"].nunique()
+    shared = {k for k, n in ids_of.items() if n > 1}
     base = studies[0]
     out = []
     for key, rows in allrows.groupby(keys, sort=True):
         if rows["study"].nunique() < 2:
             continue
         k = dict(zip(keys, key))
-        ref = rows[rows["study"] == base.name]
-        ref_times = _times(base.tables["runs"], {**{c: k[c] for c in CASE}, "placement_id": ref["placement_id"].iloc[0]}) \
+        ref_rows = rows[rows["study"] == base.name]
+        label = str((ref_rows if len(ref_rows) else rows)["placement"].iloc[0])
+        if (*key[:len(CASE)], label) in shared:
+            label = f"{label} ({k['placement_id']})"
+        k["placement"] = label
+        ref = ref_rows
+        ref_times = _times(base.tables["runs"], {**{c: k[c] for c in CASE}, "placement_id": k["placement_id"]}) \
             if len(ref) else []
         for r in rows.to_dict("records"):
             s = next(x for x in studies if x.name == r["study"])
@@ -177,7 +198,7 @@ def side_by_side(studies):
                 if len(times) >= 3 and len(ref_times) >= 3:
                     row["mwu_p"] = mann_whitney_p(times, ref_times)
             out.append(row)
-    cols = keys + ["study", "n", "time_median_s", "time_min_s", "time_max_s", "change_pct", "beyond_noise", "mwu_p"]
+    cols = CASE + ["placement", "placement_id", "study", "n", "time_median_s", "time_min_s", "time_max_s", "change_pct", "beyond_noise", "mwu_p"]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -201,11 +222,12 @@ def _figure(side, out_dir):
     import matplotlib.pyplot as plt
     files = []
     for case, g in side.groupby(CASE, sort=True):
-        labels = list(dict.fromkeys(g["placement"]))
+        ids = list(dict.fromkeys(g["placement_id"]))          # rows by id: labels may repeat
+        labels = [g[g["placement_id"] == i]["placement"].iloc[0] for i in ids]
         studies = list(dict.fromkeys(g["study"]))
         fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(labels) * max(1, len(studies)) ** 0.5))
         for i, st in enumerate(studies):
-            d = g[g["study"] == st].set_index("placement").reindex(labels)
+            d = g[g["study"] == st].set_index("placement_id").reindex(ids)
             y = np.arange(len(labels)) + (i - (len(studies) - 1) / 2) * 0.8 / max(1, len(studies))
             med = d["time_median_s"].astype(float)
             ax.errorbar(med, y, xerr=[med - d["time_min_s"].astype(float), d["time_max_s"].astype(float) - med],
@@ -254,7 +276,7 @@ def compare(results_dirs, out_dir):
                      f"{r['placement']}: {r['study']} {_pct(r['change_pct'])} ({_s(r['time_median_s'])} s), "
                      f"beyond noise" + (f", p {r['mwu_p']:.3g}" if pd.notna(r["mwu_p"]) else ""))
     if len(side) and not len(changed):
-        lines.append(f"no shared placement changed beyond noise ({side['placement'].nunique()} placements "
+        lines.append(f"no shared placement changed beyond noise ({side['placement_id'].nunique()} placements "
                      f"measured in more than one study)")
     elif not len(side):
         lines.append("no NPB placement was measured in more than one of these studies")
