@@ -83,6 +83,17 @@ def _skip_unless_numa_vm():
     return tool
 
 
+def guest_records(out_file, jobs):
+    """(guest_runs.py's output, {job name: its record}), every job having exited 0."""
+    out = json.loads(Path(out_file).read_text())
+    records = {}
+    for j in jobs:
+        res = out["jobs"][j["name"]]
+        assert res["rc"] == 0, f"{j['name']}: numaplace run failed: {res['stdout']}\n{res['stderr']}"
+        records[j["name"]] = json.loads(Path(j["record"]).read_text())
+    return out, records
+
+
 def vm_study(base, name, data):
     """The study `data` planned against the guest's 4-node platform (vm4), from files
     under base/config as a user's would be."""
@@ -212,12 +223,7 @@ def vm(npb_build, numaplace_wheel, official_npb_jobs, tmp_path_factory):
                               timeout=600, started=Path(f"{out_file}.started"))
     assert p.returncode == 0 and out_file.exists(), \
         f"guest runs failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    out = json.loads(out_file.read_text())
-    records = {}
-    for j in jobs:
-        res = out["jobs"][j["name"]]
-        assert res["rc"] == 0, f"{j['name']}: numaplace run failed: {res['stdout']}\n{res['stderr']}"
-        records[j["name"]] = json.loads(Path(j["record"]).read_text())
+    out, records = guest_records(out_file, jobs)
     keep = os.environ.get("NUMAPLACE_KEEP_VM_RECORDS")      # tests/fixtures/real/regenerate.py
     if keep:
         for j in jobs:

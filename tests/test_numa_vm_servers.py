@@ -34,7 +34,7 @@ from numaplace.machine.topology import from_sysfs, load_platform
 from numaplace.plan.study import Study
 from numaplace.record.store import Record
 
-from test_numa_vm import REPO, _boot_failed, _skip_unless_numa_vm, boot_and_run
+from test_numa_vm import REPO, _boot_failed, _skip_unless_numa_vm, boot_and_run, guest_records
 
 GUEST_SCRIPT = REPO / "tests" / "vm" / "guest_servers.py"
 JOB_CPUS, JOB_MEMS = "2-5", "1-3"
@@ -166,12 +166,7 @@ def cxl_vm(npb_build, numaplace_wheel, tmp_path_factory):
                       "vmjob", JOB_CPUS, JOB_MEMS, str(jobs_file), str(out_file)], guest / "started")
     assert p.returncode == 0 and out_file.exists(), \
         f"guest failed (exit {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    out = json.loads(out_file.read_text())
-    records = {}
-    for j in jobs:
-        res = out["jobs"][j["name"]]
-        assert res["rc"] == 0, f"{j['name']}: numaplace run failed: {res['stdout']}\n{res['stderr']}"
-        records[j["name"]] = json.loads(Path(j["record"]).read_text())
+    out, records = guest_records(out_file, jobs)
     timings = {"build_and_plan_s": round(built - t0, 1), "guest_s": round(boot_s, 1), "runs": len(jobs),
                "runs_s": round(sum(v["seconds"] for v in out["jobs"].values()), 1),
                "fixture_s": round(time.monotonic() - t0, 1)}

@@ -44,7 +44,8 @@ def _read(path):
         return None
 
 
-def _int(text):
+def int_or_none(text):
+    """An integer of a sysfs/procfs file's text, or None (missing, empty, not a number)."""
     try:
         return int(text)
     except (TypeError, ValueError):
@@ -72,7 +73,7 @@ def _slit(nodes):
     """The distance rows in node id order, or None unless every node has a full row."""
     rows = []
     for n in sorted(nodes):
-        row = [_int(x) for x in (_read(nodes[n] / "distance") or "").split()]
+        row = [int_or_none(x) for x in (_read(nodes[n] / "distance") or "").split()]
         if len(row) != len(nodes) or None in row:
             return None
         rows.append(row)
@@ -85,7 +86,7 @@ def _access(folder):
     init = folder / "initiators"
     entry = {"initiators": sorted(_ids(init, NODE))}
     for attr, key in VALUES.items():
-        v = _int(_read(init / attr))
+        v = int_or_none(_read(init / attr))
         if v:
             entry[key] = v
     return entry if len(entry) > 1 or entry["initiators"] else None
@@ -110,7 +111,7 @@ def read_firmware(sys_root="/sys"):
     tiers = []
     for t, path in sorted(_ids(Path(sys_root, "devices/virtual/memory_tiering"), TIER).items()):
         tier = {"tier": t, "nodes": _nodelist(_read(path / "nodelist"))}
-        adist = _int(_read(path / "abstract_distance"))       # not in today's kernels' ABI
+        adist = int_or_none(_read(path / "abstract_distance"))       # not in today's kernels' ABI
         if adist is not None:
             tier["abstract_distance"] = adist
         tiers.append(tier)

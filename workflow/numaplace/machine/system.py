@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from numaplace import ConfigError
+from numaplace.machine.firmware import int_or_none, read_firmware
 
 ROOT = "/"
 BALANCING = "proc/sys/kernel/numa_balancing"
@@ -45,13 +46,6 @@ def _read(root, rel):
     try:
         return (Path(root) / rel).read_text().strip()
     except OSError:
-        return None
-
-
-def _int(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
         return None
 
 
@@ -91,10 +85,10 @@ def _smt_active(root):
 
 def settings(root=ROOT):
     """The page-shaping settings now; a value is None where the kernel has no such file."""
-    return {"numa_balancing": _int(_read(root, BALANCING)),
+    return {"numa_balancing": int_or_none(_read(root, BALANCING)),
             "thp_enabled": _chosen(_read(root, f"{THP}/enabled")),
             "thp_defrag": _chosen(_read(root, f"{THP}/defrag")),
-            "zone_reclaim_mode": _int(_read(root, "proc/sys/vm/zone_reclaim_mode")),
+            "zone_reclaim_mode": int_or_none(_read(root, "proc/sys/vm/zone_reclaim_mode")),
             "cpufreq_governor": _governor(root),
             "smt_active": _smt_active(root),
             "kernel_cmdline": _read(root, "proc/cmdline")}
@@ -125,7 +119,6 @@ def at_start(root=ROOT):
     """The record's `system` object when the run starts (counters kept for at_end), with
     what the firmware says of the memory (SLIT, HMAT, memory tiers: machine.firmware),
     so the report can set it beside what was measured."""
-    from numaplace.machine.firmware import read_firmware
     return {**settings(root), "free_mb_by_node": free_mb_by_node(root), "vmstat_start": migration_counters(root),
             "firmware": read_firmware(Path(root, "sys"))}
 
@@ -135,7 +128,7 @@ def at_end(system, root=ROOT):
     (system-wide: every process's migrations count)."""
     if "numa_balancing_at_end" in system:
         return system
-    system["numa_balancing_at_end"] = _int(_read(root, BALANCING))
+    system["numa_balancing_at_end"] = int_or_none(_read(root, BALANCING))
     start = system.pop("vmstat_start", None) or {}
     now = migration_counters(root)
     system["vmstat_delta"] = {k: now[k] - start[k] for k in now if k in start}
@@ -203,7 +196,7 @@ def check_study(system_cfg, where, root=ROOT):
     want = wanted(system_cfg)
     if want is None:
         return
-    now = _int(_read(root, BALANCING))
+    now = int_or_none(_read(root, BALANCING))
     how, why = how_to_set(root)
     if how is None and (now or 0) != want:     # no such sysctl: never balances
         state = "absent" if now is None else now
@@ -232,7 +225,7 @@ def restore_leftover(state_file, root=ROOT):
         state = json.loads(state_file.read_text())
     except (OSError, ValueError):
         return None
-    if _int(_read(root, BALANCING)) != state["numa_balancing"]:
+    if int_or_none(_read(root, BALANCING)) != state["numa_balancing"]:
         try:
             set_balancing(state["numa_balancing"], root)
         except (PermissionError, subprocess.CalledProcessError):
@@ -255,7 +248,7 @@ def balancing_for_run(system_cfg, state_file, root=ROOT):
     state_file = Path(state_file)
     restore_leftover(state_file, root)
     want = wanted(system_cfg)
-    now = _int(_read(root, BALANCING))
+    now = int_or_none(_read(root, BALANCING))
     if want is None or (now or 0) == want:
         yield
         return
