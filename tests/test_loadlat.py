@@ -97,8 +97,8 @@ def test_bad_args_are_refused_naming_the_entry(tmp_path, args, entry, says):
 
 def test_buffers_of_every_thread_must_fit_the_memory(tmp_path):
     """One buffer per thread (the chain and one per loader), all on the chaser's node or its
-    membind node unless --load-memory own: 2 x 600 MiB do not fit a node of 1 GiB, where one
-    buffer of 600 MiB would, and 2 x 1.2 GiB are more than the machine."""
+    membind node unless --load-memory own: 2 x 600 MiB do not fit a node of 1 GiB, where
+    2 x 400 MiB would, and 2 x 1.2 GiB are more than the machine."""
     two = ({"cpus": "0,1"},)
     with pytest.raises(ConfigError) as e:
         study(tmp_path, ["--sizes", "600M"], placements=two, platform="two")
@@ -107,7 +107,7 @@ def test_buffers_of_every_thread_must_fit_the_memory(tmp_path):
     with pytest.raises(ConfigError) as e:                       # bound to node 1: the same
         study(tmp_path, ["--sizes", "600M"], placements=({"cpus": "0,2"},), platform="two", memory={"membind": [1]})
     assert "on node 1, which holds 1 GiB" in str(e.value)
-    assert study(tmp_path, ["--sizes", "600M"], placements=({"cpus": "0"},), platform="two").runs
+    assert study(tmp_path, ["--sizes", "400M"], placements=two, platform="two").runs      # 2 x 400 MiB fit
     assert study(tmp_path, ["--sizes", "600M", "--load-memory", "own"], placements=({"cpus": "0,2"},),
                  platform="two").runs                          # each buffer on its own node
     with pytest.raises(ConfigError) as e:

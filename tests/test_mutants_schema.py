@@ -147,7 +147,8 @@ def test_hop_row_mistakes_name_the_fault(data, line):
 def test_hop_advice_only_for_hop_rows():
     """The hop-row advice is for platform hop rows only: other either-or settings (budget,
     thread counts) are told what their own value should be."""
-    assert told(validate_study, {**BASE, "budget": "2 days"}) == "f.yaml: budget: expected a number, got '2 days'"
+    assert told(validate_study, {**BASE, "budget": "2 days"}).startswith(
+        "f.yaml: budget: '2 days': the unit 'days' is not allowed (min or h)")
     assert told(validate_study, placement({"compact": ["x"]})) == \
         "f.yaml: experiments[0].placements[0].compact[0]: expected a whole number, got 'x'"
 

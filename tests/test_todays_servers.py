@@ -273,3 +273,14 @@ def test_an_epyc_in_nps4_plans_the_default_study():
     assert ll == {("--sizes", "256M", "--reps", "3")}
     assert any("192 buffers of 3 GiB" in line for line in st.plan_summary())
     assert st.plan_summary()[0].split(": ")[1].startswith("8 NUMA nodes, 192 cores (384 CPUs)")
+
+
+def test_loaded_latency_on_a_one_core_node_is_not_applicable_in_one_line():
+    """Nodes of one core: `compact node` is one thread, a chaser with no loader. A portable
+    placement that its kind cannot run is left out with one line (an explicit one is
+    refused); the curve over all cores stays."""
+    st = plan(Topology("auto", {0: [0], 1: [1]}, {0: 4096, 1: 4096}, [[10, 20], [20, 10]]))
+    ll = {r.placement.shape for r in st.runs if r.bench == "loadlat"}
+    assert ll == {"compact all (2)"}
+    assert "experiments[4] (memory-loaded-latency): not applicable here: compact node (1): one thread is a " \
+           "chaser with no loader (loaded latency needs 2 or more threads)" in st.not_applicable

@@ -151,17 +151,49 @@ def _platform_detect(a):
     return 0
 
 
+def _refused(command, e):
+    """A command's argument refused: its one line on stderr, exit status 2."""
+    from numaplace.core.loader import argument_refusal
+    sys.stderr.write(argument_refusal(command, e) + "\n")
+    return 2
+
+
+def _json_argument(command, argument, text):
+    """A JSON mapping given on the command line (--fidelity, --settings), or ConfigError."""
+    from numaplace import ConfigError
+    from numaplace.core.loader import shown
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(shown(text), argument, f"not JSON ({str(e)[:80]}); give a mapping such as '{{}}'") from None
+    if not isinstance(value, dict):
+        raise ConfigError(shown(text), argument, "expected a JSON mapping such as '{}'")
+    return value
+
+
 def _plan(a):
     from numaplace import ConfigError
+    from numaplace.core.loader import guard_out, refusal
     from numaplace.plan.study import load_study_file
+    try:
+        if a.out:                                       # before the study: nothing planned for naught
+            guard_out(a.out, "--out")
+    except ConfigError as e:
+        return _refused("plan", e)
     try:
         st = load_study_file(a.study)
     except ConfigError as e:
-        from numaplace.core.loader import refusal
         print(refusal(e), file=sys.stderr)
         return 2
     out = a.out or f"results/{st.name}/plan.tsv"
-    st.write_plan(out)
+    try:
+        if not a.out:
+            guard_out(Path(out).parent, "plan folder", folder=True)
+        st.write_plan(out)
+    except ConfigError as e:
+        return _refused("plan", e)
+    except OSError as e:
+        return _refused("plan", ConfigError(out, "--out", f"cannot be written ({e.strerror or e})"))
     print("\n".join(st.plan_summary() + [f"plan: {out}"]))
     return 0
 
@@ -347,20 +379,56 @@ def _measure(a):
     return 0
 
 
+def _guard_tables(folder, argument):
+    """A tables folder (results/<study>/tables) as read_tables reads it: a folder whose
+    every table is a regular file of bounded size (a FIFO there would block, a link to
+    /dev/zero never end)."""
+    import os
+    from numaplace import ConfigError
+    from numaplace.core.loader import MAX_TABLE_BYTES, guard_dir, guard_file
+    from numaplace.kinds import table_captions
+    folder = guard_dir(folder, argument)
+    for name in table_captions():
+        f = guard_file(folder / f"{name}.csv", argument, f"{name}.csv")
+        if os.stat(f).st_size > MAX_TABLE_BYTES:
+            raise ConfigError(str(f), argument, f"larger than {MAX_TABLE_BYTES >> 20} MiB; not a table numaplace wrote")
+    return folder
+
+
+def _read_tables(folder, argument):
+    """read_tables behind _guard_tables; a table that is no CSV: ConfigError."""
+    from numaplace import ConfigError
+    from numaplace.tables import aggregate
+    _guard_tables(folder, argument)
+    try:
+        return aggregate.read_tables(folder)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(str(folder), argument, f"a table does not read as CSV ({str(e)[:120]})") from None
+
+
 def _explain(a):
     """explain.csv again, with the study's own matrices or another's; the verdicts and the
     placements the model does not explain, as Markdown on stdout."""
+    import io
     import pandas as pd
-    from numaplace.tables import aggregate
+    from numaplace import ConfigError
+    from numaplace.core.loader import guard_out, read_file
     from numaplace.tables.explain import explain_table
     from numaplace.report.summary import explain_markdown
-    t = aggregate.read_tables(a.tables)
+    try:
+        if a.out:
+            guard_out(a.out, "--out")
+        raw = read_file(a.matrices, "--matrices", "memory_matrix.csv") if a.matrices else None
+        t = _read_tables(a.tables, "--tables")
+    except ConfigError as e:
+        return _refused("explain", e)
     matrix = t.get("memory_matrix")
     if a.matrices:
         try:
-            matrix = pd.read_csv(a.matrices)
-        except (OSError, ValueError) as e:
-            sys.stderr.write(f"numaplace explain: {a.matrices}: cannot read a memory_matrix.csv: {e}\n")
+            matrix = pd.read_csv(io.BytesIO(raw))
+        except (ValueError, UnicodeDecodeError) as e:
+            sys.stderr.write(f"numaplace explain: --matrices {a.matrices}: cannot read a memory_matrix.csv: "
+                             f"{str(e)[:200]}\n")
             return 2
         missing = {"bench", "mode", "size_bytes", "via", "reader_node", "memory_node", "median"} - set(matrix)
         if missing:
@@ -369,8 +437,102 @@ def _explain(a):
             return 2
     ex = explain_table(t["summary"], t["runs"], t["numa_pages"], matrix)
     if a.out:
-        ex.to_csv(a.out, index=False)
+        try:
+            ex.to_csv(a.out, index=False)
+        except OSError as e:
+            return _refused("explain", ConfigError(a.out, "--out", f"cannot be written ({e.strerror or e})"))
     print("\n".join(explain_markdown(ex)[2:]))
+    if a.out:
+        print(f"explain: {a.out} ({len(ex)} rows)")
+    return 0
+
+
+# what retry-failed may set aside: a record's statuses (record.schema.yaml) and unreadable
+# (a record.json that does not read)
+def _statuses():
+    from numaplace.core.schema import _schema_file
+    return tuple(_schema_file("record")["properties"]["status"]["enum"]) + ("unreadable",)
+
+
+def _retry_failed(a):
+    from numaplace import ConfigError
+    from numaplace.core.loader import guard_dir, shown
+    from numaplace.record.store import NOT_FAILED, set_aside_failed
+    try:
+        folder = guard_dir(a.results, "results folder")
+        if not (folder / "runs").is_dir():
+            raise ConfigError(str(folder), "results folder", "has no runs/ folder: not a study's results "
+                              "(give results/<study>)")
+        allowed = _statuses()
+        bad = [s for s in a.status or () if s not in allowed]
+        if bad:
+            raise ConfigError(shown(bad[0]), "--status", f"is not a status; the statuses are "
+                              f"{', '.join(allowed)} (default: every one but {' and '.join(NOT_FAILED)})")
+    except ConfigError as e:
+        return _refused("retry-failed", e)
+    moved = set_aside_failed(folder, a.status, say=print)
+    for rid, status in moved:
+        print(f"set aside {rid} ({status})")
+    which = ", ".join(a.status) if a.status else f"every status but {' and '.join(NOT_FAILED)}"
+    # the count on stderr (the console), beside the lines per record on stdout
+    sys.stderr.write(f"numaplace retry-failed: set aside {len(moved)} record{'s' * (len(moved) != 1)} of "
+                     f"{folder} ({which})" + ("; run the same snakemake command again to measure them"
+                                              if moved else "") + "\n")
+    return 0
+
+
+def _compare(a):
+    import os
+    from numaplace import ConfigError
+    from numaplace.core.loader import guard_dir, guard_out
+    from numaplace.report.compare import compare
+    try:
+        seen = {}
+        for i, d in enumerate(a.results):
+            folder = guard_dir(d, f"results[{i + 1}]")
+            real = os.path.realpath(folder)
+            if real in seen:
+                raise ConfigError(d, f"results[{i + 1}]", f"is the same folder as results[{seen[real] + 1}] "
+                                  f"({a.results[seen[real]]}); compare each study once")
+            seen[real] = i
+        guard_out(a.out, "--out", folder=True)
+    except ConfigError as e:
+        return _refused("compare", e)
+    try:
+        lines = compare(a.results, a.out)
+    except ConfigError as e:
+        return _refused("compare", e)
+    except ValueError as e:
+        sys.stderr.write(f"numaplace compare: {e}\n")
+        return 2
+    except OSError as e:
+        return _refused("compare", ConfigError(a.out, "--out", f"cannot be written ({e.strerror or e})"))
+    print("\n".join(lines) + f"\nreport: {Path(a.out) / 'compare.html'}")
+    return 0
+
+
+def _report(a):
+    from numaplace import ConfigError
+    from numaplace.core.loader import guard_dir, guard_file, guard_out
+    from numaplace.report.make import make_report
+    try:
+        guard_dir(a.results, "--results")
+        guard_file(a.plan, "--plan", "plan.tsv")
+        fidelity = _json_argument("report", "--fidelity", a.fidelity)
+        settings = _json_argument("report", "--settings", a.settings)
+        for arg, path in (("--tables", a.tables), ("--figures", a.figures)):
+            guard_out(path, arg, folder=True)
+        for arg, path in (("--summary", a.summary), ("--html", a.html)):
+            guard_out(path, arg, parents=True)
+    except ConfigError as e:
+        return _refused("report", e)
+    try:
+        make_report(a.results, a.plan, a.tables, a.figures, a.summary, a.html, fidelity, settings, a.study,
+                    a.description)
+    except OSError as e:
+        return _refused("report", ConfigError(e.filename or a.html, "output", f"cannot be written "
+                                              f"({e.strerror or e})"))
+    print(f"report: {a.html} (tables {a.tables}, figures {a.figures}, summary {a.summary})")
     return 0
 
 
@@ -396,9 +558,7 @@ def main(argv=None):
     if a.cmd == "plan":
         return _plan(a)
     if a.cmd == "retry-failed":
-        from numaplace.record.store import set_aside_failed
-        for rid, status in set_aside_failed(a.results, a.status, say=print):
-            print(f"set aside {rid} ({status})")
+        return _retry_failed(a)
     elif a.cmd == "build":
         from numaplace.build.tree import write_build_record
         out = write_build_record(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.record, a.log)
@@ -418,19 +578,11 @@ def main(argv=None):
         from numaplace.report.summary import write_summary
         write_summary(a.tables, a.figures, a.out, a.study, a.description, a.plan)
     elif a.cmd == "compare":
-        from numaplace.report.compare import compare
-        try:
-            lines = compare(a.results, a.out)
-        except ValueError as e:
-            sys.stderr.write(f"numaplace compare: {e}\n")
-            return 2
-        print("\n".join(lines) + f"\nreport: {Path(a.out) / 'compare.html'}")
+        return _compare(a)
     elif a.cmd == "explain":
         return _explain(a)
     elif a.cmd == "report":
-        from numaplace.report.make import make_report
-        make_report(a.results, a.plan, a.tables, a.figures, a.summary, a.html, json.loads(a.fidelity),
-                    json.loads(a.settings), a.study, a.description)
+        return _report(a)
     elif a.cmd == "html":
         from numaplace.report.html import write_html
         from numaplace.tables.aggregate import read_plan

@@ -127,7 +127,7 @@ def _file_type(mode):
     return next((name for test, name in FILE_TYPES if test(mode)), "not a regular file")
 
 
-def _not_regular(where, what, mode, path):
+def _not_regular(where, what, mode, path, entry=None):
     """The refusal of a path that is no regular file: opening a FIFO or a terminal
     blocks forever, a device is endless (or has side effects on open)."""
     kind = _file_type(mode)
@@ -137,29 +137,42 @@ def _not_regular(where, what, mode, path):
             link = f" (a symbolic link to {os.path.realpath(path)})"
         except OSError:
             link = " (a symbolic link)"
-    raise ConfigError(where, what, f"is {kind}{link}, not a regular {what} file")
+    raise ConfigError(where, what if entry is None else entry, f"is {kind}{link}, not a regular {what} file")
+
+
+def read_regular(path, entry, what, limit):
+    """Up to limit + 1 bytes of a regular file (more than limit: the caller says what is too
+    large); ConfigError(path, entry, ...) for anything else, in words naming the path's kind.
+    Stat before opening: nothing but a regular file is ever opened (a FIFO would block
+    forever, a device is endless); the opened file is checked again (it may have been
+    swapped since), without blocking, before Python wraps it (a directory opened by a race
+    would say "Is a directory: 3", its descriptor, not the file)."""
+    path = Path(path)
+    where = str(path)
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            _not_regular(where, what, mode, path, entry)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                _not_regular(where, what, mode, path, entry)
+        except BaseException:
+            os.close(fd)
+            raise
+        with open(fd, "rb") as f:
+            return f.read(limit + 1)
+    except FileNotFoundError:
+        broken = " (a symbolic link to a missing file)" if path.is_symlink() else ""
+        raise ConfigError(where, entry, f"no such file{broken}") from None
+    except OSError as e:
+        raise ConfigError(where, entry, f"cannot be read ({e.strerror or e})") from None
 
 
 def _read_text(path, what):
     where = str(path)
-    try:
-        # stat before opening: nothing but a regular file is ever opened (a FIFO would
-        # block the planner forever); the opened file is checked again (it may have
-        # been swapped since), without blocking
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            _not_regular(where, what, mode, path)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-        with open(fd, "rb") as f:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                _not_regular(where, what, mode, path)
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        broken = " (a symbolic link to a missing file)" if path.is_symlink() else ""
-        raise ConfigError(where, what, f"no such file{broken}") from None
-    except OSError as e:
-        raise ConfigError(where, what, f"cannot be read ({e.strerror or e})") from None
+    raw = read_regular(path, what, what, MAX_FILE_BYTES)
     if len(raw) > MAX_FILE_BYTES:
         raise ConfigError(where, what, f"larger than {MAX_FILE_BYTES // 1024} KiB; a {what} "
                           "file is a few settings, not data")
@@ -305,3 +318,103 @@ def load_mapping(path, what="study"):
                           "code from a study file; write the values out")
     _check_values(data, where)
     return data
+
+
+# -- paths a command's arguments name (numaplace plan, explain, compare, retry-failed,
+# report): the same guards as a study file's, refused in one line naming the argument
+MAX_TABLE_BYTES = 256 << 20    # a CSV a command reads (memory_matrix.csv): far larger than any study's
+
+
+def guard_file(path, argument, what="file"):
+    """A file an argument names, to be read: it exists and is a regular file (checked
+    without opening it). ConfigError(path, argument, ...) otherwise."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        broken = " (a symbolic link to a missing file)" if path.is_symlink() else ""
+        raise ConfigError(str(path), argument, f"no such file{broken}") from None
+    except OSError as e:
+        raise ConfigError(str(path), argument, f"cannot be read ({e.strerror or e})") from None
+    if not stat.S_ISREG(mode):
+        _not_regular(str(path), what, mode, path, argument)
+    return path
+
+
+def read_file(path, argument, what="file", limit=MAX_TABLE_BYTES):
+    """The bytes of a file an argument names, through read_regular's guards, at most
+    limit of them."""
+    raw = read_regular(path, argument, what, limit)
+    if len(raw) > limit:
+        raise ConfigError(str(path), argument, f"larger than {limit >> 20} MiB; not a {what}")
+    return raw
+
+
+def _mode(target, path, argument, missing, doing):
+    """stat(target)'s mode, or the argument's one line about `path`: `missing` when there is
+    nothing, else what `doing` met."""
+    try:
+        return os.stat(target).st_mode
+    except FileNotFoundError:
+        raise ConfigError(str(path), argument, missing) from None
+    except OSError as e:
+        raise ConfigError(str(path), argument, f"{doing} ({e.strerror or e})") from None
+
+
+def guard_dir(path, argument, what="folder"):
+    """A folder an argument names, to be read: it exists and is a directory."""
+    path = Path(path)
+    mode = _mode(path, path, argument, f"no such {what}", "cannot be read")
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(str(path), argument, f"is {_file_type(mode) if not stat.S_ISREG(mode) else 'a file'}, "
+                          f"not a {what}")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise ConfigError(str(path), argument, f"cannot be read (permission denied)")
+    return path
+
+
+def guard_out(path, argument, folder=False, parents=False):
+    """A path an argument names, to be written: a regular file (or, folder=True, a
+    directory) or nothing yet, in a folder that exists (for a folder, or parents=True: whose
+    nearest existing ancestor is one, the command creates the rest) and may be written.
+    Nothing is created here."""
+    path = Path(path)
+    want = "folder" if folder else "file"
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):     # the folder says why (below)
+        mode = None
+    except OSError as e:
+        raise ConfigError(str(path), argument, f"cannot be written ({e.strerror or e})") from None
+    if mode is not None:
+        ok = stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+        if not ok:
+            kind = "a file" if stat.S_ISREG(mode) else _file_type(mode)
+            raise ConfigError(str(path), argument, f"is {kind}, not a {want} to write")
+        if not os.access(path, os.W_OK | (os.X_OK if folder else 0)):
+            raise ConfigError(str(path), argument, f"cannot be written (permission denied)")
+        return path
+    parent = path.absolute().parent
+    if folder or parents:                    # created with its parents: the nearest that exists
+        while not os.path.lexists(parent) and parent != parent.parent:
+            parent = parent.parent
+    else:                                    # a file below a file: that file is no folder
+        while not os.path.lexists(parent) and os.path.lexists(parent.parent) and \
+                not os.path.isdir(parent.parent):
+            parent = parent.parent
+    pmode = _mode(parent, path, argument, f"cannot be written: its folder {parent} does not exist",
+                  "cannot be written")
+    if not stat.S_ISDIR(pmode):
+        raise ConfigError(str(path), argument, f"cannot be written: {parent} is "
+                          f"{'a file' if stat.S_ISREG(pmode) else _file_type(pmode)}, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(str(path), argument, f"cannot be written: its folder {parent} is not writable")
+    return path
+
+
+def argument_refusal(command, err):
+    """The single line a ConfigError about a command's argument is shown as:
+    `numaplace <command>: <argument> <path>: <problem>`."""
+    where = err.where if len(err.where) <= 400 else err.where[:400] + "…"
+    problem = err.problem if len(err.problem) <= 400 else err.problem[:400] + "…"
+    return one_line(f"numaplace {command}: {err.entry} {where}: {problem}")

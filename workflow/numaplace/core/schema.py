@@ -146,6 +146,27 @@ def _hops_message(row):
     return f"expected a row of hop counts, got {shown(row)}: {HOP_ROW_FORMS}"
 
 
+BUDGET_FORM = ('a positive duration of at most 1000000 minutes: minutes as a number (90) or text '
+               'with the unit min or h ("90 min", "1.5 h")')
+
+
+def _budget_message(value):
+    """What is wrong with a `budget` that is neither form (anyOf's best match would say
+    "expected text" of 0 and "expected a number" of "90 days")."""
+    import re
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return f"expected {BUDGET_FORM}, got {shown(value)}"
+    if isinstance(value, (int, float)):
+        why = "is not positive" if value <= 0 else "is more than 1000000 minutes"
+        return f"{shown(value)} {why}: give {BUDGET_FORM}"
+    m = re.fullmatch(r"\s*([-+]?)\s*([0-9.]*)\s*([A-Za-z]*)\s*", value)
+    if m and m.group(1) == "-":
+        return f"{shown(value)} is negative: give {BUDGET_FORM}"
+    if m and m.group(2) and m.group(3) and m.group(3) not in ("min", "h"):
+        return f"{shown(value)}: the unit {shown(m.group(3))} is not allowed (min or h); give {BUDGET_FORM}"
+    return f"{shown(value)} is not a duration: give {BUDGET_FORM}"
+
+
 def _repetitions_message(err):
     """(entry, problem) of a `repetitions` that is neither form: a mapping is judged as the
     adaptive form {min, max, alpha} (naming the key at fault), anything else as a count."""
@@ -183,6 +204,8 @@ def _message(err):
         return entry, f"{shown(err.instance)} is not a CPU list like '0-3,8'"
     if v == "anyOf" and err.absolute_path and err.absolute_path[-1] == "repetitions":
         return _repetitions_message(err)
+    if v == "anyOf" and list(err.absolute_path) == ["budget"]:
+        return entry, _budget_message(err.instance)
     if v == "anyOf" and len(err.absolute_path) >= 2 and err.absolute_path[-2] == "hops":
         return entry, _hops_message(err.instance)
     if err.context:         # other oneOf/anyOf: the most specific sub-error

@@ -91,6 +91,12 @@ class Kind:
         """Peak resident MiB of one run of class cls, or None when its args decide."""
         return None
 
+    def cannot_run(self, placement):
+        """Why this kind cannot measure anything on that placement, or None. A portable
+        placement (a word such as `node` resolved on this machine) it cannot run is left
+        out as not applicable; an explicit one is refused by check_args."""
+        return None
+
     def fit_args(self, args, placements, topo):
         """(args, notes): the experiment's args sized for this machine, and one plan line
         per change (a buffer stepped down so the run fits its node); unchanged by default."""

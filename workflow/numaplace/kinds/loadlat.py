@@ -35,7 +35,7 @@ COLUMNS = ["size_bytes", "placement_id", "placement", "load_memory", "reader_cpu
 
 def _delays(text):
     items = text.split(",")
-    if not 1 <= len(items) <= MAX_DELAYS or not all(i.isascii() and i.isdigit() and int(i) <= MAX_DELAY
+    if not 1 <= len(items) <= MAX_DELAYS or not all(i.isascii() and i.isdigit() and len(i) <= 12 and int(i) <= MAX_DELAY
                                                      for i in items):
         raise ValueError(f"expected spin counts from 0 to {MAX_DELAY} separated by commas, such as 0,100,1000 "
                          f"(at most {MAX_DELAYS})")
@@ -135,11 +135,21 @@ class LoadLat(MicroBench):
         args[at] = ",".join(items)
         return tuple(args), notes
 
+    def cannot_run(self, placement):
+        if placement.threads < 2:           # thread 0 chases, the others load: one thread, no load
+            return "one thread is a chaser with no loader (loaded latency needs 2 or more threads)"
+
     def check_args(self, args, benches, placements, topo, config, where, entry):
         """Beyond what every micro-benchmark checks: a run holds one buffer per thread (the
         chain and one per loader), all of them on the chaser's node or its membind nodes
         unless --load-memory own: they must fit the machine, and that node, or the run is
         killed (membind) or its load spills elsewhere (first touch)."""
+        lone = next((p for p in placements if p.threads < 2), None)
+        if lone is not None:                # thread 0 chases, the others load: one thread, no load
+            raise ConfigError(where, f"{entry}.placements", f"placement {lone.id} ({lone.shape}) runs 1 thread: "
+                              "loadlat's thread 0 chases and the other threads are the load, so one thread "
+                              "measures no loaded latency (only the idle latency, which memlat measures); give "
+                              "it 2 or more CPUs (cpus: '0,1', compact: [2]) or use memlat")
         super().check_args(args, benches, placements, topo, config, where, entry)
         from numaplace.kinds.microbench import parse_args
         from numaplace.core.schema import setting

@@ -46,13 +46,16 @@ LOAD_MIN_S = 0.5e-9
 
 def _whole(lo, hi, what="a whole number"):
     def check(text):
-        if not text.isascii() or not text.isdigit() or not lo <= int(text) <= hi:
+        # the length first: int() of thousands of digits is refused by Python itself
+        if not text.isascii() or not text.isdigit() or len(text) > len(str(hi)) + 2 or not lo <= int(text) <= hi:
             raise ValueError(f"expected {what} from {lo} to {hi}")
         return int(text)
     return check
 
 
-NUMBER = re.compile(r"\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?")   # what strtod reads, decimal
+# what strtod reads, decimal; no two ways to match a digit (`[0-9]+\.?[0-9]*` had n: a
+# value of 590,000 digits and a letter backtracked for minutes)
+NUMBER = re.compile(r"\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3})?")
 
 
 def _number(text):
@@ -80,7 +83,7 @@ def _choice(*words):
 
 def _cpu_ids(text):
     items = text.split(",")
-    if not all(i.isascii() and i.isdigit() for i in items) or len(items) > 1024:
+    if len(items) > 1024 or not all(i.isascii() and i.isdigit() and len(i) <= 7 for i in items):
         raise ValueError("expected CPU ids separated by commas, such as 0,1,2 (at most 1024)")
     return [int(i) for i in items]
 
@@ -107,7 +110,7 @@ def parse_sizes(text):
         number, unit = (item[:-1], item[-1].upper()) if item[-1:] in tuple("KkMmGg") else (item, "")
         value = _number(number)
         if value is None:
-            raise ValueError(f"{item!r} is not a size: expected sizes such as 32K,1M,128M "
+            raise ValueError(f"{_echo(item)} is not a size: expected sizes such as 32K,1M,128M "
                              "(K/M/G = 2^10/2^20/2^30 bytes) or the names L1,L2,LLC,DRAM")
         out.append((item, int(value * SIZE_UNITS[unit])))
     return out
@@ -145,13 +148,24 @@ def _sizes(text):
 # options the benchmarks take that no measured run may have
 
 
+def _echo(text):
+    """A value as a refusal quotes it: repr, at most ~80 characters (a value of 590 kB
+    would push what is wrong with it out of the line)."""
+    text = repr(str(text))
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
 def _flags(benches):
-    """flag → (benchmarks of the registry that take it, its check), over every micro-benchmark."""
+    """flag → (benchmarks of the registry that take it, {benchmark: its check}), over every
+    micro-benchmark: each kind's own check (stream caps --reps at 200 where the others take
+    up to INT_MAX), not the first registered kind's."""
     from numaplace.kinds import KINDS
     out = {}
     for k in KINDS.values():
         for flag, check in getattr(k, "flags", {}).items():
-            out.setdefault(flag, ([], check))[0].append(k.name)
+            who, checks = out.setdefault(flag, ([], {}))
+            who.append(k.name)
+            checks[k.name] = check
     return out
 
 
@@ -174,11 +188,11 @@ def parse_args(args, benches, where, entry):
             flag = a.split("=", 1)[0]
             hint = f" (write {flag} and its value as two entries)" if "=" in a and flag in FLAGS else ""
             known = sorted(f for f, (who, _) in FLAGS.items() if set(benches) <= set(who))
-            raise ConfigError(where, here, f"{a!r} is not an option of {' and '.join(benches)}{hint}; "
+            raise ConfigError(where, here, f"{_echo(a)} is not an option of {' and '.join(benches)}{hint}; "
                               f"the options are {', '.join(known)} (microbench/README.md)")
         if a in NOT_MEASURING:
             raise ConfigError(where, here, f"{a} {NOT_MEASURING[a]}")
-        who, check = FLAGS[a]
+        who, checks = FLAGS[a]
         others = [b for b in benches if b not in who]
         if others:
             owners = " and ".join(filter(None, [", ".join(who[:-1]), who[-1]]))
@@ -187,16 +201,24 @@ def parse_args(args, benches, where, entry):
         if a in out:
             raise ConfigError(where, here, f"{a} is given twice (args[{at[a]}] and args[{i}]); give it once")
         at[a] = i
-        if check is None:
+        mine = [(b, checks[b]) for b in benches if b in checks] or [(who[0], checks[who[0]])]
+        if mine[0][1] is None:
             out[a] = True
             i += 1
             continue
         if i + 1 >= len(args):
             raise ConfigError(where, here, f"{a} needs a value after it")
-        try:
-            out[a] = check(str(args[i + 1]))
-        except ValueError as e:
-            raise ConfigError(where, f"{entry}.args[{i + 1}]", f"{a} {str(args[i + 1])!r}: {e}") from None
+        done = []
+        for bench, check in mine:               # every benchmark of the experiment: its own cap
+            if check in done:
+                continue
+            done.append(check)
+            try:
+                value = check(str(args[i + 1]))
+            except ValueError as e:
+                whose = f" ({bench}'s own limit)" if a in COMMON_FLAGS and check is not COMMON_FLAGS[a] else ""
+                raise ConfigError(where, f"{entry}.args[{i + 1}]", f"{a} {_echo(args[i + 1])}: {e}{whose}") from None
+            out.setdefault(a, value)
         i += 2
     return out, at
 

@@ -23,7 +23,7 @@ from numaplace.plan.launch import command
 from numaplace.core.loader import load_mapping
 from numaplace.plan import budget
 from numaplace.plan.placement import MEMORY_SPECS
-from numaplace.plan.expand import LEFT_OUT, expand_experiment, not_applicable_record
+from numaplace.plan.expand import LEFT_OUT, NOT_HERE, expand_experiment, not_applicable_record
 from numaplace.plan.rounds import Repetitions
 from numaplace.core.schema import Section, setting, validate_study
 from numaplace.machine.system import check_study as check_system
@@ -142,6 +142,16 @@ class Study:
             entry = f"experiments[{i}] ({exp['name']})"
             placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable,
                                            self.sizing_notes)
+            # a portable placement its kind cannot run here (loaded latency on a one-core node)
+            # is not applicable; an explicit one stays, for check_args to refuse
+            first = kind(setting("benchmarks", c, exp)[0])
+            cannot = {p.id: first.cannot_run(p) for p in placements if "(" in p.shape and first.cannot_run(p)}
+            for p in placements:
+                if p.id in cannot:
+                    line = f"{entry}{NOT_HERE}{p.shape}: {cannot[p.id]}"
+                    if line not in self.not_applicable:
+                        self.not_applicable.append(line)
+            placements = [p for p in placements if p.id not in cannot]
             if not placements:
                 self.not_applicable.append(f"{entry}{LEFT_OUT}none of its placements exists on this "
                                            f"machine ({self.topology.name})")
