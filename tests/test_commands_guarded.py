@@ -341,3 +341,13 @@ def test_a_study_path_that_is_a_directory_names_the_path(tmp_path):
     (tmp_path / "study.yaml").mkdir()
     line = plan_refusal(tmp_path / "study.yaml", tmp_path)
     assert line == f"invalid study: {tmp_path / 'study.yaml'}: study: is a directory, not a regular study file"
+
+
+def test_an_npb_source_whose_name_is_too_long_is_one_line():
+    """A 590 kB path in npb.source: the OS refuses the name (ENAMETOOLONG); the study
+    check says so in one line, its echo cut, no OSError traceback."""
+    from numaplace import ConfigError
+    from numaplace.plan.sources import check_source
+    with pytest.raises(ConfigError) as e:
+        check_source({"source": "/nonexist/" + "a" * 590_000}, "s.yaml")
+    assert str(e.value).endswith("...: cannot be read (File name too long)") and len(str(e.value)) < 200

@@ -86,8 +86,13 @@ def check_source(settings, where):
                               "(sha256sum <file>), so that what is built is what was meant")
         return
     path = Path(source).expanduser()
-    if not path.exists():
-        raise ConfigError(where, "npb.source", f"{source}: no such file or directory")
+    shown = source if len(source) <= 80 else source[:77] + "..."
+    try:
+        exists = path.exists()
+    except OSError as e:                        # a name too long, a loop of links: one line
+        raise ConfigError(where, "npb.source", f"{shown}: cannot be read ({e.strerror or e})") from None
+    if not exists:
+        raise ConfigError(where, "npb.source", f"{shown}: no such file or directory")
     if not (path.is_file() or path.is_dir()):
         raise ConfigError(where, "npb.source", f"{source}: not a regular file or directory")
     if path.is_file() and sha and sha256_of(path) != sha:
