@@ -10,7 +10,13 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+
+def _scipy_stats():
+    """scipy.stats, imported where a statistic needs it: 0.9 s of import that a report of
+    single runs (the quick study) never needs."""
+    from scipy import stats
+    return stats
 
 EXACT_MWU_MAX = 20_000           # splits enumerated for an exact p-value with ties (8 vs 8: 12,870)
 ALPHA = 0.05                     # "beyond noise" by the test
@@ -39,7 +45,7 @@ def median_interval(values, level=0.95):
     v = v[~np.isnan(v)]
     if len(v) < 2:
         return np.nan, np.nan, np.nan
-    ci = stats.quantile_test(v, q=float(np.median(v)), p=0.5).confidence_interval(level)
+    ci = _scipy_stats().quantile_test(v, q=float(np.median(v)), p=0.5).confidence_interval(level)
     if np.isnan(ci.low) or np.isnan(ci.high):
         return float(v.min()), float(v.max()), 1 - 2.0 ** (1 - len(v))
     return float(ci.low), float(ci.high), level
@@ -56,10 +62,10 @@ def mann_whitney_p(a, b):
     if len(set(a + b)) == len(a + b):
         method = "exact"
     elif math.comb(len(a) + len(b), len(a)) <= EXACT_MWU_MAX:
-        method = stats.PermutationMethod(n_resamples=np.inf)
+        method = _scipy_stats().PermutationMethod(n_resamples=np.inf)
     else:
         method = "asymptotic"
-    return float(stats.mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    return float(_scipy_stats().mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
 
 
 def repetitions_needed(a, b, alpha=ALPHA, power=POWER):
@@ -73,10 +79,10 @@ def repetitions_needed(a, b, alpha=ALPHA, power=POWER):
         return None
     delta = abs(np.median(a) - np.median(b))
     pooled = np.concatenate([a - np.median(a), b - np.median(b)])
-    sigma = stats.median_abs_deviation(pooled, scale="normal") or np.std(pooled, ddof=1)
+    sigma = _scipy_stats().median_abs_deviation(pooled, scale="normal") or np.std(pooled, ddof=1)
     if delta == 0 or not sigma > 0:
         return None
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    z = _scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power)
     n = math.ceil(2 * (z * sigma / delta) ** 2 / MWU_ARE)
     least = next(k for k in range(2, 50) if 2 / math.comb(2 * k, k) < alpha)
     return max(n, least)
