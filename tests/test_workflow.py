@@ -274,3 +274,11 @@ def test_runner_that_waits_for_the_machine_opens_its_idle_window_after_the_wait(
     finally:
         holder.wait()
     assert rec["lock_wait_s"] >= 0.2 and rec["idle"]["window_opened"] == "check"
+
+
+def test_snakemake_plan_says_the_plan_when_plan_tsv_is_up_to_date(quick):
+    """`snakemake plan` after the plan was written (numaplace plan, or an earlier run) runs
+    no job, so onstart is never called: the plan is still said (issue 41)."""
+    wf, _ = quick
+    r = snakemake(wf, "plan", "--config", "study=config/studies/quick.yaml")
+    assert "study quick on auto" in r.stderr and "plan.tsv is up to date" in r.stderr, r.stderr[-2000:]

@@ -31,8 +31,8 @@ def _parser():
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     p = sub.add_parser("plan", help="expand a study file and write its plan.tsv")
-    p.add_argument("study")
-    p.add_argument("--out")
+    p.add_argument("study", help="the study file (config/studies/<name>.yaml, or config/config.yaml)")
+    p.add_argument("--out", help="plan.tsv to write (default: results/<study>/plan.tsv)")
 
     rf = sub.add_parser("retry-failed", help="set aside records that failed (every status but ok and not-needed) so they run again")
     rf.add_argument("results", help="results/<study>")
@@ -41,19 +41,19 @@ def _parser():
 
     b = sub.add_parser("build", help="build one NPB binary → its build record (the npb_build rule)")
     b.add_argument("--settings", required=True, help="JSON: the study's npb section")
-    b.add_argument("--variant", required=True)
-    b.add_argument("--bench", required=True)
-    b.add_argument("--cls", required=True)
-    b.add_argument("--tree", required=True)
+    b.add_argument("--variant", required=True, help="default | serial-init | mcmodel-medium")
+    b.add_argument("--bench", required=True, help="the kind: cg, mg, membw, memlat, loadlat, stream")
+    b.add_argument("--cls", required=True, help="class: S, W, A, B, C (NPB), X (micro-benchmarks)")
+    b.add_argument("--tree", required=True, help="the folder the source tree is copied to and built in")
     b.add_argument("--record", required=True, help="<dir>/<bench>.<cls>.build.json; the binary goes beside it")
-    b.add_argument("--log", required=True)
+    b.add_argument("--log", required=True, help="the build's log (make's output)")
 
     r = sub.add_parser("run", help="one measured run → record.json (the measure rule)")
     r.add_argument("--spec", required=True, help="JSON: the run's params from the plan")
     what = r.add_mutually_exclusive_group(required=True)
     what.add_argument("--build", help="the binary's build record (a failed build → a build-failed record)")
     what.add_argument("--binary", help="run this binary")
-    r.add_argument("--record", required=True)
+    r.add_argument("--record", required=True, help="results/<study>/runs/<run id>/record.json to write")
 
     m = sub.add_parser("measure", help="one chunk of a measurement round in one process → a record per "
                        "run, then the chunk's ledger (the measure rule)")
@@ -65,20 +65,20 @@ def _parser():
 
     t = sub.add_parser("tables", help="run records → tables/*.csv")
     t.add_argument("--results", required=True, help="results/<study>")
-    t.add_argument("--plan")
-    t.add_argument("--out", required=True)
+    t.add_argument("--plan", help="results/<study>/plan.tsv (the runs not yet recorded are listed)")
+    t.add_argument("--out", required=True, help="the tables' folder (results/<study>/tables)")
     t.add_argument("--fidelity", default="{}", help="JSON: the study's fidelity thresholds (the study schema's fidelity section)")
     f = sub.add_parser("figures", help="tables → figures/<kind>/*.svg|png + figures.csv")
-    f.add_argument("--tables", required=True)
-    f.add_argument("--out", required=True)
+    f.add_argument("--tables", required=True, help="results/<study>/tables")
+    f.add_argument("--out", required=True, help="the figures' folder (report/<study>/figures)")
     f.add_argument("--settings", default="{}", help="JSON: plot settings (the study schema's figures section)")
     s = sub.add_parser("summary", help="tables + figures → summary.md")
-    s.add_argument("--tables", required=True)
-    s.add_argument("--figures", required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--study")
-    s.add_argument("--description")
-    s.add_argument("--plan")
+    s.add_argument("--tables", required=True, help="results/<study>/tables")
+    s.add_argument("--figures", required=True, help="report/<study>/figures")
+    s.add_argument("--out", required=True, help="summary.md to write (answer.txt, answer.json, machine.txt beside it)")
+    s.add_argument("--study", help="the study's name, for the title")
+    s.add_argument("--description", help="the study's description, under the title")
+    s.add_argument("--plan", help="results/<study>/plan.tsv")
     x = sub.add_parser("explain", help="a study's NPB placements explained by node × node memory matrices: "
                        "its own, or another study's of the same machine")
     x.add_argument("--tables", required=True, help="results/<study>/tables")
@@ -90,37 +90,39 @@ def _parser():
     c.add_argument("--out", default="report/compare", help="folder for compare.html, compare.md and the CSVs")
     rp = sub.add_parser("report", help="records → tables → figures → summary.md → report.html, in one process "
                         "(the make_report rule)")
-    for opt in ("--results", "--plan", "--tables", "--figures", "--summary", "--html"):
-        rp.add_argument(opt, required=True)
+    for opt, what in (("--results", "results/<study>"), ("--plan", "results/<study>/plan.tsv"),
+                      ("--tables", "the tables' folder to write"), ("--figures", "the figures' folder to write"),
+                      ("--summary", "summary.md to write"), ("--html", "report.html to write")):
+        rp.add_argument(opt, required=True, help=what)
     rp.add_argument("--fidelity", default="{}", help="JSON: the study's fidelity thresholds")
     rp.add_argument("--settings", default="{}", help="JSON: plot settings (the study schema's figures section)")
-    rp.add_argument("--study")
-    rp.add_argument("--description")
+    rp.add_argument("--study", help="the study's name, for the title")
+    rp.add_argument("--description", help="the study's description, under the title")
     h = sub.add_parser("html", help="answer.txt + summary.md + figures + tables → one self-contained report.html")
-    h.add_argument("--out", required=True)
-    h.add_argument("--tables", required=True)
+    h.add_argument("--out", required=True, help="report.html to write")
+    h.add_argument("--tables", required=True, help="results/<study>/tables")
     h.add_argument("--summary", required=True, help="summary.md (answer.txt and figures/ beside it)")
-    h.add_argument("--study", required=True)
-    h.add_argument("--description")
-    h.add_argument("--plan")
+    h.add_argument("--study", required=True, help="the study's name, for the title")
+    h.add_argument("--description", help="the study's description, under the title")
+    h.add_argument("--plan", help="results/<study>/plan.tsv (the workflow section)")
 
     ps = sub.add_parser("pbs-submit", help="cluster-generic submit command: qsub one Snakemake jobscript, "
                         "print the job id")
-    ps.add_argument("--dialect", choices=tuple(pbs.DIALECTS), default="pbspro")
-    ps.add_argument("--log-dir", default="logs/pbs")
+    ps.add_argument("--dialect", choices=tuple(pbs.DIALECTS), default="pbspro", help="qsub's dialect")
+    ps.add_argument("--log-dir", default="logs/pbs", help="where the jobs' stdout and stderr go")
     ps.add_argument("--extra", default="", help="more qsub arguments, for every job")
     ps.add_argument("--exclusive", default=None,
                     help="qsub arguments that make a whole-node job exclusive "
                          "(default: '-l place=excl' for pbspro, none for torque)")
     ps.add_argument("--print", action="store_true", help="print the qsub command line instead of running it")
-    ps.add_argument("jobscript")
+    ps.add_argument("jobscript", help="the jobscript Snakemake wrote")
     st = sub.add_parser("pbs-status", help="cluster-generic status command: running|success|failed")
-    st.add_argument("--dialect", choices=("auto", *pbs.DIALECTS), default="auto")
+    st.add_argument("--dialect", choices=("auto", *pbs.DIALECTS), default="auto", help="qstat's dialect")
     st.add_argument("--vanished", choices=("success", "failed"), default="success",
                     help="verdict for a job qstat no longer knows (default success: "
                          "Snakemake still checks that its outputs exist)")
     st.add_argument("--verbose", action="store_true", help="print the reason to stderr")
-    st.add_argument("jobid")
+    st.add_argument("jobid", help="the job id pbs-submit printed")
 
     pl = sub.add_parser("platform", help="platform files (config/platforms/<name>.yaml)")
     pd_ = pl.add_subparsers(dest="platform_cmd", required=True, metavar="ACTION")

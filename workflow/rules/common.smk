@@ -199,6 +199,21 @@ check_kept_records()
 drop_stale_ledgers()
 
 
+def say_plan_when_up_to_date():
+    """`snakemake plan` with plan.tsv up to date (numaplace plan wrote it) runs no job, so
+    onstart never says the plan: say it here, in the main process only."""
+    # the targets are not known yet while the Snakefile is read: the command line's words
+    if workflow.remote_exec or workflow.subprocess_exec or "plan" not in sys.argv[1:] or not os.path.exists(PLAN):
+        return
+    if os.path.getmtime(PLAN) >= os.path.getmtime(_STUDY_FILE):
+        for line in STUDY.plan_summary():
+            sys.stderr.write(line + "\n")
+        sys.stderr.write(f"numaplace: {PLAN} is up to date\n")
+
+
+say_plan_when_up_to_date()
+
+
 def builds_requested():
     """Does this invocation make (or need) the builds too?"""
     targets = workflow.dag_settings.targets
