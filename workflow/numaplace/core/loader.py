@@ -387,7 +387,8 @@ def guard_out(path, argument, folder=False, parents=False):
     except OSError as e:
         raise ConfigError(str(path), argument, f"cannot be written ({e.strerror or e})") from None
     if mode is not None:
-        ok = stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)
+        # /dev/null is where a user sends what they do not want kept: a file to write
+        ok = stat.S_ISDIR(mode) if folder else (stat.S_ISREG(mode) or os.path.realpath(path) == os.devnull)
         if not ok:
             kind = "a file" if stat.S_ISREG(mode) else _file_type(mode)
             raise ConfigError(str(path), argument, f"is {kind}, not a {want} to write")

@@ -217,7 +217,9 @@ def parse_args(args, benches, where, entry):
                 value = check(str(args[i + 1]))
             except ValueError as e:
                 whose = f" ({bench}'s own limit)" if a in COMMON_FLAGS and check is not COMMON_FLAGS[a] else ""
-                raise ConfigError(where, f"{entry}.args[{i + 1}]", f"{a} {_echo(args[i + 1])}: {e}{whose}") from None
+                # the value once: where the reason already quotes it (a one-item value), not again
+                value = "" if str(e).startswith(_echo(args[i + 1])) else f" {_echo(args[i + 1])}"
+                raise ConfigError(where, f"{entry}.args[{i + 1}]", f"{a}{value}: {e}{whose}") from None
             out.setdefault(a, value)
         i += 2
     return out, at
