@@ -32,12 +32,11 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "workflow"))
+from numaplace.core.cpulist import format_cpulist
+from numaplace.plan.launch_lines import launch_lines, resolve, resolves
+from numaplace.plan.study import Study
 
-from numaplace.core.cpulist import format_cpulist  # noqa: E402
-from numaplace.plan.launch_lines import launch_lines, resolve, resolves  # noqa: E402
-from numaplace.plan.study import Study  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 NUMA_VM = REPO.parent / "shared" / "tools" / "numa-vm" / "numa-vm"
 DIST = [[10, 16, 22, 22], [16, 10, 22, 22], [22, 22, 10, 16], [22, 22, 16, 10]]

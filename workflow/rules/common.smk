@@ -192,7 +192,7 @@ def check_kept_records():
     except OSError as e:
         lines = [f"numaplace: could not check every record of {RESULTS}: {e}"]
     for line in lines:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(f"{line}\n")
 
 
 check_kept_records()
@@ -207,7 +207,7 @@ def say_plan_when_up_to_date():
         return
     if os.path.getmtime(PLAN) >= os.path.getmtime(_STUDY_FILE):
         for line in STUDY.plan_summary():
-            sys.stderr.write(line + "\n")
+            sys.stderr.write(f"{line}\n")
         sys.stderr.write(f"numaplace: {PLAN} is up to date\n")
 
 

@@ -24,23 +24,16 @@ from pathlib import Path
 from numaplace import ConfigError
 from numaplace.core.cpulist import format_cpulist, parse_cpulist
 from numaplace.machine.firmware import read_firmware
-from numaplace.machine.topology import from_sysfs, process_allowed, read_caches as caches
+from numaplace.machine.topology import from_sysfs, process_allowed, read_caches as caches, read_text
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def _read(path):
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
 
 
 def smt_siblings(cpu_root):
     """Sets of hardware threads sharing a core (only cores with more than one)."""
     sets = set()
     for f in Path(cpu_root).glob("cpu[0-9]*/topology/thread_siblings_list"):
-        cpus = parse_cpulist(_read(f) or "")
+        cpus = parse_cpulist(read_text(f) or "")
         if len(cpus) > 1:
             sets.add(format_cpulist(cpus))
     return sorted(sets, key=lambda s: parse_cpulist(s)[0])

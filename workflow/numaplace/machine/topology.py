@@ -214,7 +214,8 @@ class Topology:
         return found
 
 
-def _read_text(path):
+def read_text(path):
+    """A sysfs file's text, stripped, or None where it cannot be read."""
     try:
         return Path(path).read_text().strip()
     except OSError:
@@ -235,8 +236,8 @@ def read_caches(cpu_root):
     size), with every distinct set of CPUs sharing one such cache."""
     found = {}
     for idx in sorted(Path(cpu_root).glob("cpu[0-9]*/cache/index[0-9]*")):
-        level, kind = _read_text(idx / "level"), _read_text(idx / "type")
-        size, shared = _size_kb(_read_text(idx / "size")), _read_text(idx / "shared_cpu_list")
+        level, kind = read_text(idx / "level"), read_text(idx / "type")
+        size, shared = _size_kb(read_text(idx / "size")), read_text(idx / "shared_cpu_list")
         if not (level and kind and size and shared):
             continue
         key = (int(level), kind, size)
@@ -336,7 +337,7 @@ def cpu_model(cpuinfo="/proc/cpuinfo"):
 
 def count_sockets(cpu_root):
     """Physical packages: distinct physical_package_id of the CPUs (0 where sysfs has none)."""
-    ids = {_read_text(f) for f in Path(cpu_root).glob("cpu[0-9]*/topology/physical_package_id")}
+    ids = {read_text(f) for f in Path(cpu_root).glob("cpu[0-9]*/topology/physical_package_id")}
     return len(ids - {None, "-1"})
 
 

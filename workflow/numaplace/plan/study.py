@@ -145,7 +145,7 @@ class Study:
             # a portable placement its kind cannot run here (loaded latency on a one-core node)
             # is not applicable; an explicit one stays, for check_args to refuse
             first = kind(setting("benchmarks", c, exp)[0])
-            cannot = {p.id: first.cannot_run(p) for p in placements if "(" in p.shape and first.cannot_run(p)}
+            cannot = {p.id: why for p in placements if "(" in p.shape and (why := first.cannot_run(p))}
             for p in placements:
                 if p.id in cannot:
                     line = f"{entry}{NOT_HERE}{p.shape}: {cannot[p.id]}"
@@ -430,8 +430,8 @@ class Study:
                  f"and {budget.REF_START_S:.2f}" if setting("platform", self.config) == "auto"
                  else "at the reference machine's speed: a named platform is not measured")
         auto = setting("platform", self.config) == "auto"
-        slow = budget.Estimate(self.runs, self.builds_to_do(), budget.slowest_speed(
-            Path("results") / self.name, self.speed)).total if auto else est.total
+        slowest = budget.slowest_speed(Path("results") / self.name, self.speed) if auto else self.speed
+        slow = budget.Estimate(self.runs, self.builds_to_do(), slowest).total if slowest != self.speed else est.total
         spread = (f" (up to {budget.format_duration(slow)} at the slowest of its speed probes)"
                   if budget.format_duration(slow) != budget.format_duration(est.total) else "")
         lines = [head + f", estimated machine time {upto}{budget.format_duration(est.total)}{spread} ({speed})",
