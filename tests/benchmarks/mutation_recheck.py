@@ -19,21 +19,21 @@ import sys
 S = pathlib.Path(sys.argv[1]).resolve()
 REPO = pathlib.Path.cwd()
 TESTS = {
- "cluster/pbs.py": ["test_mutants_pbs.py", "test_pbs.py"],
- "machine/idle.py": ["test_mutants_idle.py"],
- "kinds/npb_output.py": ["test_mutants_npb_output.py", "test_npb_output.py"],
- "run/numa_maps.py": ["test_mutants_numa_maps.py", "test_numa_maps_lines.py", "test_numa_maps.py"],
+ "cluster/pbs.py": ["test_pbs_submit_and_status.py", "test_pbs.py"],
+ "machine/idle.py": ["test_idle.py"],
+ "kinds/npb_output.py": ["test_nas_report.py", "test_npb_output.py"],
+ "run/numa_maps.py": ["test_numa_maps_lines.py", "test_numa_maps.py"],
  "plan/launch.py": ["test_launch.py"],
- "plan/budget.py": ["test_mutants_budget.py", "test_budget.py"],
- "judge/fidelity.py": ["test_mutants_fidelity.py", "test_fidelity.py"],
- "plan/memory_specs.py": ["test_mutants_memory_specs.py", "test_memory_specs.py"],
- "core/stats.py": ["test_mutants_stats.py", "test_stats.py"],
- "record/store.py": ["test_mutants_store.py", "test_records_kept.py"],
- "core/schema.py": ["test_mutants_schema.py", "test_schema_errors.py"],
- "machine/topology.py": ["test_mutants_topology.py"],
- "plan/placement.py": ["test_mutants_placement.py", "test_placement.py"],
- "plan/expand.py": ["test_mutants_expand.py"],
- "core/cpulist.py": ["test_mutants_cpulist.py"],
+ "plan/budget.py": ["test_budget.py"],
+ "judge/fidelity.py": ["test_fidelity.py"],
+ "plan/memory_specs.py": ["test_memory_specs.py"],
+ "core/stats.py": ["test_stats.py"],
+ "record/store.py": ["test_store.py", "test_records_kept.py"],
+ "core/schema.py": ["test_schema_errors.py"],
+ "machine/topology.py": ["test_topology.py"],
+ "plan/placement.py": ["test_placement.py"],
+ "plan/expand.py": ["test_expand.py"],
+ "core/cpulist.py": ["test_cpulist.py"],
 }
 RECHECK_TIMEOUTS = set(os.environ.get("RECHECK_TIMEOUTS", "").split())
 TIMEOUT_S = 120

@@ -1,7 +1,8 @@
 """Records (numaplace.record.store): the workflow's last lines about a study, retry-failed
-and set-aside, as a user meets them. Written against the mutants mutmut left alive
-(tests/benchmarks/mutation_score.sh); each test pins what the console or the results
-folder shows, not how the code gets there."""
+and set-aside, reading and writing a record, as a user meets them: each test pins what
+the console or the results folder shows, not how the code gets there. Several pin what
+the mutation run left alive (tests/benchmarks/mutation-survivors.md names the test that
+kills each)."""
 from __future__ import annotations
 
 import json

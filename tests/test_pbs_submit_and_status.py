@@ -1,8 +1,8 @@
-"""PBS glue (numaplace.cluster.pbs): the qsub line of a job and the verdict on a job id,
-with the reason `numaplace pbs-status` prints for a failed job. Written against the
-mutants mutmut left alive (tests/benchmarks/mutation_score.sh): what the profiles'
-submit and status commands do, checked in this process (tests/test_pbs.py checks the same
-through the `numaplace` command, in a process mutmut cannot follow).
+"""PBS glue (numaplace.cluster.pbs) in this process: the qsub line of a job and the
+verdict on a job id, with the reason `numaplace pbs-status` prints for a failed job
+(tests/test_pbs.py checks the profiles through the `numaplace` command, in a process
+mutmut cannot follow). Several tests pin what the mutation run left alive
+(tests/benchmarks/mutation-survivors.md names the test that kills each).
 
 Fakes answer one exact argv each (job id included), as qstat, scontrol and sacct would."""
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The adaptive repetitions' decision (numaplace.judge.separation), edge by edge: what the
-mutation run over judge/separation.py left alive (tests/benchmarks/README.md)."""
+"""The adaptive repetitions' decision (numaplace.judge.separation), edge by edge, on the
+records of tests/test_adaptive.py's helpers. Several tests pin what the mutation run over
+judge/separation.py left alive (tests/benchmarks/mutation-survivors.md)."""
 from __future__ import annotations
 
 import pytest

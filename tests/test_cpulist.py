@@ -1,6 +1,6 @@
 """CPU lists (numaplace.core.cpulist): what a wrong list is told, and the checks made before
-a user's list is expanded. Written against the mutants mutmut left alive
-(tests/benchmarks/mutation_score.sh)."""
+a user's list is expanded. Several tests pin what the mutation run left alive
+(tests/benchmarks/mutation-survivors.md names the test that kills each)."""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """The machine's topology (numaplace.machine.topology): `platform: auto` read from sysfs,
-what a record keeps of it, and the node symmetries behind `distinct`. Written against
-the mutants mutmut left alive (tests/benchmarks/mutation_score.sh)."""
+what a record keeps of it, the node symmetries behind `distinct`, and what a wrong
+platform file is told. Several tests pin what the mutation run left alive
+(tests/benchmarks/mutation-survivors.md names the test that kills each)."""
 from __future__ import annotations
 
 import os

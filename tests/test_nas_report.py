@@ -1,6 +1,8 @@
 """NPB's report (numaplace.kinds.npb_output): when a run's output is complete, and which
-implementation printed it. Written against the mutants mutmut left alive
-(tests/benchmarks/mutation_score.sh)."""
+implementation printed it (NASA's or numaplace's own kernels), read from its header.
+tests/test_npb_output.py has the parse of recorded outputs. Several tests pin what the
+mutation run left alive (tests/benchmarks/mutation-survivors.md names the test that kills
+each)."""
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,8 @@
 """The idle check and the foreign load (numaplace.machine.idle): what a record keeps of
-them (`idle`, `foreign_load`) and how long `idle_check: refuse` waits. Written against the
-mutants mutmut left alive (tests/benchmarks/mutation_score.sh). The clock, the sleeps,
-/proc/stat and the CPU mask are faked: nothing here waits or moves this process."""
+them (`idle`, `foreign_load`) and how long `idle_check: refuse` waits. The clock, the
+sleeps, /proc/stat and the CPU mask are faked: nothing here waits or moves this process.
+Several tests pin what the mutation run left alive (tests/benchmarks/mutation-survivors.md
+names the test that kills each)."""
 from __future__ import annotations
 
 import io

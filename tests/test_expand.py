@@ -1,6 +1,7 @@
-"""A study's placement specs expanded (numaplace.plan.expand.expand_spec): what a wrong spec
-is told, what a portable one becomes here, and the lines for what cannot exist here.
-Written against the mutants mutmut left alive (tests/benchmarks/mutation_score.sh)."""
+"""A study's placement specs expanded (numaplace.plan.expand): what a wrong spec is told,
+what a portable one becomes here, and the lines for what cannot exist here, on small
+machines (conftest's ONE, TWO, SMT and two here). Several tests pin what the mutation run
+left alive (tests/benchmarks/mutation-survivors.md names the test that kills each)."""
 from __future__ import annotations
 
 import pytest
@@ -9,11 +10,10 @@ from numaplace import ConfigError
 from numaplace.machine.topology import Topology
 from numaplace.plan.expand import expand_experiment, expand_spec
 from numaplace.plan.placement import NotApplicable
+from conftest import ONE, SMT, TWO
 
 pytestmark = pytest.mark.unit
 
-TWO = Topology("two", {0: [0, 1], 1: [2, 3]}, {0: 100, 1: 100})
-SMT = Topology("smt", {0: [0, 1, 4, 5], 1: [2, 3, 6, 7]}, siblings={c: (c % 4, c % 4 + 4) for c in range(8)})
 UNEVEN = Topology("u", {0: [0, 1], 1: [2]})
 
 
@@ -101,7 +101,6 @@ def test_all_choices_are_not_reduced_unless_distinct_is_asked():
 
 # -- expand_experiment: specs × memory policies × bindings --------------------------------
 
-ONE = Topology("one", {0: [0, 1]}, {0: 100})
 THREE = Topology("three", {0: [0], 1: [1], 2: [2]}, {0: 1, 1: 1, 2: 1}, [[10, 20, 30], [20, 10, 20], [30, 20, 10]])
 
 

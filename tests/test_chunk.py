@@ -1,8 +1,8 @@
 """One chunk measured in one process (numaplace.run.chunk): each run's idle window, opened
 as the run before it is reaped; the lock wait; the ledger; the not-needed runs of adaptive
-repetitions. Written against the mutants mutmut left alive
-(tests/benchmarks/mutation_score.sh). Nothing is measured: the runner's execute_build and
-record_not_needed are stand-ins that note what they were given."""
+repetitions. Nothing is measured: the runner's execute_build and record_not_needed are
+stand-ins that note what they were given. Several tests pin what the mutation run left
+alive (tests/benchmarks/mutation-survivors.md names the test that kills each)."""
 from __future__ import annotations
 
 import json
