@@ -37,7 +37,7 @@ rule measure:
         exclusive=1,
         slurm_extra="--exclusive",
         cpus_per_task=NODE_CPUS,
-        runtime=lambda wc: cluster.measure_runtime(STUDY, chunk_of(wc)),
+        runtime=lambda wc: cluster.measure_runtime(STUDY, chunk_of(wc), wc.chunk),
         mem_mb=lambda wc: cluster.measure_mem_mb(STUDY, chunk_of(wc)),
         **cluster.queue_resources(STUDY),
     conda:

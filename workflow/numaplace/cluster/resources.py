@@ -86,9 +86,17 @@ def node_cpus(study):
     return _settings(study).cpus_per_node
 
 
-def measure_runtime(study, runs):
-    """A measure job's walltime: its runs' (study.Run) one after the other."""
-    return chunk_runtime_minutes([(r.bench, r.cls, r.placement.threads) for r in runs], _settings(study))
+def measure_runtime(study, runs, chunk=None):
+    """A measure job's walltime: its runs' (study.Run) one after the other; twice the
+    limit its chunk (its id, else found from its runs) was last killed at, when that is
+    more (numaplace.cluster.why)."""
+    from numaplace.cluster import why
+    asked = chunk_runtime_minutes([(r.bench, r.cls, r.placement.threads) for r in runs], _settings(study))
+    if chunk is None and getattr(study, "chunks", None):
+        first = runs[0].run_id if runs else None
+        chunk = next((c.id for c in study.chunks if first in c.run_ids
+                      and set(c.run_ids) == {r.run_id for r in runs}), None)
+    return why.longer(asked, f"results/{study.name}", chunk) if chunk else asked
 
 
 def measure_mem_mb(study, runs):
