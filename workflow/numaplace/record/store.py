@@ -75,6 +75,7 @@ class Record(dict):
     status = property(lambda self: self.get("status"))
     placement = property(lambda self: self.get("placement") or {})
     captures = property(lambda self: self.get("captures") or {})
+    counters = property(lambda self: self.get("counters") or {})   # run.counters: perf stat's counts
     topology = property(lambda self: self.get("topology") or {})
     system = property(lambda self: self.get("system") or {})
     path = property(lambda self: self.get("_path"))            # where iter_records found it

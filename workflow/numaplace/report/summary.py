@@ -200,6 +200,7 @@ def summary_markdown(tables, manifest, study=None, description=None, tables_link
         out += explain_markdown(tables.get("explain"))
     out += _failed_markdown(runs)
     out += _drift_markdown(runs)
+    out += counters_markdown(runs)
     out += _flagged_runs(runs)
     out += _unrecorded_markdown(plan, current)
     if npb:
@@ -323,6 +324,39 @@ def _drift_markdown(runs):
     return out + [md_table(drift, [("run", "run_id"), ("placement", "placement"), ("status", "status"),
                                    ("threads", "fidelity_threads"), ("memory", "fidelity_memory"),
                                    ("why", lambda r: _short(r["fidelity_reasons"], 300))]) + more, ""]
+
+
+def counters_markdown(runs):
+    """Where the accesses went: per placement, the remote share of DRAM accesses the CPU
+    counted (capture counters, numaplace.run.counters) beside the one numa_maps predicts.
+    Nothing at all in a study without counts (the plan said why in one line)."""
+    if not len(runs) or "counted_remote_share" not in runs or runs["counted_remote_share"].isna().all():
+        return []
+    ok = runs[runs["current"].map(_truthy) & (runs["status"] == "ok") & runs["counted_remote_share"].notna()]
+    if not len(ok):
+        return []
+    keys = ["bench", "class", "variant", "threads", "placement_id"]
+    rows = []
+    for _, g in ok.groupby(keys, sort=True, dropna=False):
+        counted = float(g["counted_remote_share"].astype(float).median())
+        predicted = g["predicted_remote_share"].astype(float).dropna()
+        pred = float(predicted.median()) if len(predicted) else None
+        rows.append({**{k: g[k].iloc[0] for k in keys}, "placement": g["placement"].iloc[0], "n": len(g),
+                     "counted": _pct(100 * counted), "predicted": "" if pred is None else _pct(100 * pred),
+                     "off": "" if pred is None else f"{100 * (counted - pred):+.1f} points"})
+    events = ", ".join(sorted(ok["counted_events"].dropna().astype(str).unique()))
+    out = ["## Where the accesses went: counted against predicted", "",
+           f"Remote share of the DRAM accesses the CPU counted (perf stat: {events}; `:u`: user space "
+           "only), median over each placement's current ok runs, beside the remote share numa_maps "
+           "predicts (the run's data pages on nodes where none of its threads ran; for threads on several "
+           "nodes a lower bound). Per run: runs.csv, counted_* and predicted_remote_share.", ""]
+    table = pd.DataFrame(rows)
+    table, more = _limited(table, "placements")
+    return out + [md_table(table, [("bench", lambda r: str(r["bench"]).upper()), ("class", "class"),
+                                   ("variant", "variant"), ("threads", "threads"), ("placement", "placement"),
+                                   ("runs", "n"), ("counted remote", "counted"),
+                                   ("predicted remote (numa_maps)", "predicted"),
+                                   ("counted − predicted", "off")]) + more, ""]
 
 
 def _unrecorded_markdown(plan, current):
