@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from numaplace.plan.sources import NOT_BUNDLED
+
 from conftest import expand
 from numaplace import ConfigError
 from numaplace.core.cpulist import parse_cpulist
@@ -157,9 +159,14 @@ def test_absolute_numbers_that_do_not_fit_are_still_errors(platforms):
 
 # -- the embedded default study ---------------------------------------------------------
 
-def default_study(platform, config_dir=REPO / "config"):
+def default_study(platform, config_dir=REPO / "config", **npb):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    return Study({**config, "platform": platform}, "config.yaml", config_dir)
+    return Study({**config, "platform": platform, **({"npb": npb} if npb else {})}, "config.yaml", config_dir)
+
+
+# the default study's control experiments (EP, class A, 5 repetitions) where npb.official is
+# given: 1 thread with local and with the farthest node's memory; compact 2, spread 2, unpinned 1
+EP_CONTROL_RUNS = {"two-socket-16": 25, "nehalem": 25, "magny-cours": 25, "x4600": 25}
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +186,13 @@ def config_dir(tmp_path_factory):
                                         ("x4600", 257)])
 def test_default_study_spreads_over_the_nodes(config_dir, plat, runs):
     st = default_study(plat, config_dir)
-    assert len(st.runs) == runs and st.not_applicable == []
+    # its control, EP, is NASA's code: left out, said, until npb.official names NASA's tarball
+    assert len(st.runs) == runs and st.not_applicable == [
+        f"experiments[{i}] ({name}).benchmarks: not applicable here: {NOT_BUNDLED.format(bench='EP')}"
+        for i, name in ((13, "control-memory"), (14, "control-placement"))]
+    given = default_study(plat, config_dir, official="https://www.nas.nasa.gov/assets/npb/NPB3.4.2.tar.gz",
+                          official_sha256="0" * 64)
+    assert len(given.runs) == runs + EP_CONTROL_RUNS[plat] and given.not_applicable == []
     npb = [r for r in st.runs if r.bench in ("cg", "mg")]
     nodes = {n for r in npb for n in r.placement.nodes}
     assert nodes == set(st.topology.cpu_nodes) or len(nodes) > 1
@@ -205,7 +218,10 @@ def test_default_study_on_one_node_says_what_it_left_out(config_dir):
         study_mod.from_sysfs = orig
     assert len(st.runs) == 46
     assert all(r.placement.nodes == (0,) for r in st.runs)
-    assert len(st.not_applicable) == 9
+    assert len(st.not_applicable) == 11
+    assert st.not_applicable[-2:] == [f"experiments[{i}] ({name}).benchmarks: not applicable here: "
+                                      + NOT_BUNDLED.format(bench="EP")
+                                      for i, name in ((13, "control-memory"), (14, "control-placement"))]
     # 8 comparisons, and the experiment that had no other (loaded latency on remote memory)
     assert len([line for line in st.not_applicable if "not applicable here: 1 NUMA node" in line]) == 8
     assert [line for line in st.not_applicable if "not applicable here" not in line] == [

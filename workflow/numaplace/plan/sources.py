@@ -69,20 +69,72 @@ def tar_files(tarball):
     return files
 
 
+# -- the kernels numaplace does not bundle (EP, IS, FT: kinds.npb_official) ---------------
+# They are NASA's code and always built from an official tree: npb.official (with
+# npb.official_sha256), else npb.source when that is official. Without either they cannot
+# be built here, and the plan leaves their runs out with NOT_BUNDLED's line: never a
+# download nobody asked for, never a build that fails the workflow.
+NASA_URL = "https://www.nas.nasa.gov/assets/npb/NPB3.4.2.tar.gz"
+NOT_BUNDLED = ("{bench} is NASA's code, which numaplace does not bundle (it bundles CG and MG): set "
+               "npb.official to NASA's NPB3.4.2.tar.gz or NPB3.3.1.tar.gz (a path, or " + NASA_URL
+               + " with npb.official_sha256)")
+
+
+def official_source(settings):
+    """(source, sha256) of the official tree the kernels numaplace does not bundle are
+    built from, or None when the study gives none."""
+    if settings.get("official"):
+        return settings["official"], settings.get("official_sha256")
+    if settings.get("source", BUNDLED_SOURCE) != BUNDLED_SOURCE:
+        return settings["source"], settings.get("sha256")
+    return None
+
+
+def tree_settings(k, settings):
+    """The npb settings a kind's tree is built from: its own bundled tree (a kind that
+    does not follow npb.source), the official tree (a kernel numaplace does not bundle),
+    else the study's npb.source."""
+    if not k.follows_npb_source:
+        return {**settings, "source": BUNDLED_SOURCE}
+    if getattr(k, "official_only", False):
+        official = official_source(settings)
+        if official is None:
+            return None
+        return {**settings, "source": official[0], "sha256": official[1]}
+    return settings
+
+
+def not_buildable(k, settings):
+    """Why a kind cannot be built from the study's sources (one line), or None."""
+    if getattr(k, "official_only", False) and official_source(settings) is None:
+        return NOT_BUNDLED.format(bench=k.name.upper())
+    return None
+
+
 def check_source(settings, where):
-    """Before any build: an official source exists, matches its sha256 and holds an
-    NPB3.x-OMP tree. URLs are checked when fetched (by the first build); they need a
-    sha256. Raises ConfigError (one line: file, entry, problem)."""
-    source = settings.get("source", BUNDLED_SOURCE)
-    sha = settings.get("sha256")
+    """Before any build: an official source (npb.source, npb.official) exists, matches
+    its sha256 and holds an NPB3.x-OMP tree. URLs are checked when fetched (by the first
+    build); they need a sha256. Raises ConfigError (one line: file, entry, problem)."""
+    if settings.get("official"):
+        _check_source(settings["official"], settings.get("official_sha256"), where, "npb.official",
+                      "npb.official_sha256")
+    elif settings.get("official_sha256"):
+        raise ConfigError(where, "npb.official_sha256", "is the digest of npb.official, which is not set")
+    _check_source(settings.get("source", BUNDLED_SOURCE), settings.get("sha256"), where, "npb.source",
+                  "npb.sha256")
+
+
+def _check_source(source, sha, where, key, sha_key):
     if source == BUNDLED_SOURCE:
+        if key == "npb.official":
+            raise ConfigError(where, key, "names an official tree (a path or URL); bundled is npb.source's word")
         return
     if "://" in source and not is_url(source):
-        raise ConfigError(where, "npb.source", f"{source}: only http(s) URLs or local paths "
+        raise ConfigError(where, key, f"{source}: only http(s) URLs or local paths "
                           "(a file:// URL is a path: write the path)")
     if is_url(source):
         if not sha:
-            raise ConfigError(where, "npb.sha256", f"a URL source ({source}) needs the tarball's sha256 "
+            raise ConfigError(where, sha_key, f"a URL source ({source}) needs the tarball's sha256 "
                               "(sha256sum <file>), so that what is built is what was meant")
         return
     path = Path(source).expanduser()
@@ -90,23 +142,23 @@ def check_source(settings, where):
     try:
         exists = path.exists()
     except OSError as e:                        # a name too long, a loop of links: one line
-        raise ConfigError(where, "npb.source", f"{shown}: cannot be read ({e.strerror or e})") from None
+        raise ConfigError(where, key, f"{shown}: cannot be read ({e.strerror or e})") from None
     if not exists:
-        raise ConfigError(where, "npb.source", f"{shown}: no such file or directory")
+        raise ConfigError(where, key, f"{shown}: no such file or directory")
     if not (path.is_file() or path.is_dir()):
-        raise ConfigError(where, "npb.source", f"{source}: not a regular file or directory")
+        raise ConfigError(where, key, f"{source}: not a regular file or directory")
     if path.is_file() and sha and sha256_of(path) != sha:
-        raise ConfigError(where, "npb.sha256", f"{source} has sha256 {sha256_of(path)}, not {sha}")
+        raise ConfigError(where, sha_key, f"{source} has sha256 {sha256_of(path)}, not {sha}")
     try:
         omp_tree(path, dir_files(path) if path.is_dir() else tar_files(path))
     except ConfigError:
         raise
     except ValueError as e:
-        raise ConfigError(where, "npb.source", str(e)) from None
+        raise ConfigError(where, key, str(e)) from None
     except tarfile.TarError as e:
-        raise ConfigError(where, "npb.source", f"{source}: not a readable tarball ({e})") from None
+        raise ConfigError(where, key, f"{source}: not a readable tarball ({e})") from None
     except OSError as e:
-        raise ConfigError(where, "npb.source", f"{source}: cannot be read ({e.strerror or e})") from None
+        raise ConfigError(where, key, f"{source}: cannot be read ({e.strerror or e})") from None
 
 
 # what a build tree copies from a source (build products of an earlier in-place make are left out)
@@ -116,12 +168,17 @@ NOT_SOURCE = ("build.*", "*.x", "*.o", "*.mod", "make.def")
 def bundled_digest(settings):
     """Hash of the bundled trees a study's binaries are built from (npb/src unless
     npb.source is NASA's, and every other kind's own tree), so that a changed bundled
-    kernel gets new build folders instead of the previous binaries."""
+    kernel gets new build folders instead of the previous binaries; and of npb.official
+    where the study sets it (the build key, numaplace.plan.study, hashes what is here and
+    npb.source's settings), so that another official tree gets other build folders."""
     import fnmatch
+    import json
     from numaplace.kinds import KINDS
     dirs = sorted({str(k.source_dir) for k in KINDS.values() if k.source_dir is not None
                    and not (k.follows_npb_source and settings.get("source", BUNDLED_SOURCE) != BUNDLED_SOURCE)})
     h = hashlib.sha256()
+    if settings.get("official"):            # only then: every other study keeps its build key
+        h.update(json.dumps([settings["official"], settings.get("official_sha256")]).encode())
     for d in dirs:
         for path in sorted(Path(d).rglob("*")):
             rel = path.relative_to(d)
