@@ -14,6 +14,8 @@ localrules:
 # One job, one process after the last run: pandas', matplotlib's and scipy's imports are
 # paid once (the four stages as four jobs took 9-18 s for the quick study). Each stage is
 # also a command of its own: numaplace tables | figures | summary | html.
+# The figures are drawn by two processes where the job may use two CPUs (it runs alone, after
+# the last run: numaplace.figures.plots.DRAWERS), the same files as one process draws.
 rule make_report:
     input:
         plan=PLAN,

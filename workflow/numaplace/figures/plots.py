@@ -85,10 +85,33 @@ def _height(labels, cfg, extra=1.3):
 
 
 class _Writer:
-    def __init__(self, out_dir, cfg):
+    """Saves the figures and lists them (rows). With several drawers (make_figures) each
+    process runs every kind's code over the same tables, so every one meets the figures
+    in the same order: figure i is drawn by drawer i % parts alone, and the others skip
+    it, before making it where the kind asks first (mine) and at least before saving."""
+
+    def __init__(self, out_dir, cfg, part=0, parts=1):
         self.out_dir, self.cfg, self.rows = Path(out_dir), cfg, []
+        self.part, self.parts = part, parts
+        self.met, self.claimed, self.order = 0, None, []    # figures met; the one mine() let through
+
+    def mine(self):
+        """Called before a figure is made, when it will be saved: is it this drawer's? The
+        kinds' own draw functions need not call it (their figures are then skipped at save)."""
+        i, self.met = self.met, self.met + 1
+        ours = i % self.parts == self.part
+        self.claimed = i if ours else None
+        return ours
 
     def save(self, fig, kind, stem, title, case):
+        if self.claimed is None:
+            i, self.met = self.met, self.met + 1
+        else:
+            i, self.claimed = self.claimed, None
+        if i % self.parts != self.part:         # another drawer's
+            plt.close(fig)
+            return
+        self.order.append(i)
         d = self.out_dir / kind
         d.mkdir(parents=True, exist_ok=True)
         files = {}
@@ -179,6 +202,8 @@ def _draw_gap(ax, y_gap, text):
 def duration_figures(summary, w):
     cfg = w.cfg
     for (bench, cls, variant, threads), g in summary.groupby(["bench", "class", "variant", "threads"], sort=True):
+        if not w.mine():
+            continue
         g = g.sort_values(["time_median_s", "placement"], na_position="last")
         measured = g[g["n"] > 0]
         best = measured["time_median_s"].idxmin() if len(measured) > 1 else None
@@ -236,6 +261,8 @@ def _finish_barh(w, fig, ax, kind, title, case, y, labels, xmax, xlabel, xspan=1
 def best_worst_figures(best_worst, w):
     cfg = w.cfg
     for (bench, cls, variant), g in best_worst.groupby(["bench", "class", "variant"], sort=True):
+        if not w.mine():
+            continue
         g = g.sort_values("threads")
         fig, ax = plt.subplots(figsize=(cfg["width"], max(2.4, 1.2 + 0.95 * len(g))))
         y = np.arange(len(g))[::-1].astype(float)
@@ -289,6 +316,8 @@ def pages_figures(numa_pages, summary, w):
     order = summary.set_index(["bench", "class", "variant", "threads", "placement_id"])["time_median_s"]
     cmap = plt.get_cmap("tab10" if grp["node"].nunique() <= 10 else "tab20")
     for (bench, cls, variant, threads), g in grp.groupby(["bench", "class", "variant", "threads"], sort=True):
+        if not w.mine():
+            continue
         table = g.pivot_table(index=["placement_id", "placement"], columns="node", values="bytes",
                               aggfunc="sum", fill_value=0)
         pages = g.groupby(["placement_id", "placement"])["pages"].sum(min_count=1)
@@ -336,7 +365,7 @@ def serial_init_figures(summary, w):
         if "default" not in wide["n"] or "serial-init" not in wide["n"]:
             continue
         both = wide[(wide["n"]["default"] > 0) & (wide["n"]["serial-init"] > 0)]
-        if both.empty:
+        if both.empty or not w.mine():
             continue
         both = both.sort_index(level=["threads", "placement"])
         k = cfg["max_rows"] // 4                    # two bars a row: half as many rows
@@ -375,6 +404,8 @@ def serial_init_figures(summary, w):
 def variability_figures(summary, w):
     cfg = w.cfg
     for (bench, cls, variant), g in summary.groupby(["bench", "class", "variant"], sort=True):
+        if not w.mine():
+            continue
         names = dict(zip(g.index, display_labels(g)))
         k = cfg["max_rows"] // 2
         if len(g) > cfg["max_rows"]:               # the most and the least variable
@@ -413,7 +444,7 @@ def explain_figures(explain, w):
     (whiskers min-max), the fitted line, unexplained placements in red and named."""
     d = explain[explain["predicted"].notna()] if len(explain) else explain
     for (bench, cls, variant, threads), g in d.groupby(["bench", "class", "variant", "threads"], sort=True):
-        if len(g) < 2:
+        if len(g) < 2 or not w.mine():
             continue
         fig, ax = plt.subplots(figsize=(w.cfg["width"] * 0.75, 4.0))
         x, y = g["predicted"].astype(float), g["time_median_s"].astype(float)
@@ -451,19 +482,29 @@ def explain_figures(explain, w):
                {"bench": bench, "class": cls, "variant": variant, "threads": int(threads)})
 
 
-def make_figures(tables, out_dir, settings=None):
-    """Every figure of KINDS from the tables ({name: DataFrame}, see aggregate.read_tables)
-    into out_dir/<kind>/; writes out_dir/figures.csv and returns it as a DataFrame."""
-    cfg = Section("figures", settings).whole()
-    out_dir = Path(out_dir)
-    for kind in KINDS:                      # a rerun never leaves figures of vanished cases
-        d = out_dir / kind
-        d.mkdir(parents=True, exist_ok=True)
-        for old in d.iterdir():
-            if old.suffix.lstrip(".") in ("svg", "png", "pdf"):
-                old.unlink()
-    _rc()
-    w = _Writer(out_dir, cfg)
+# Drawing (matplotlib's layout and SVG text as paths) is most of the report's time: the
+# quick study's 26 figures took 1.1-1.4 s of its 2 s on one core. They are independent, so
+# the report draws them in up to DRAWERS processes, forked once the tables are read (the
+# imports and the tables are shared, nothing is pickled but the figures' rows). The report
+# is the workflow's last job and runs alone, after the last measured run: the second
+# core is otherwise idle. The files and figures.csv are the same bytes as one drawer's.
+DRAWERS = 2
+
+
+def _drawers():
+    """How many processes draw: DRAWERS, at most the CPUs this process may use; one where
+    fork is not the way to start a process (fork after threads, other systems)."""
+    import os
+    import sys
+    import threading
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return 1
+    return max(1, min(DRAWERS, len(os.sched_getaffinity(0))))
+
+
+def _draw(tables, out_dir, cfg, part=0, parts=1):
+    """Every kind's figures, this drawer's part of them: [(figure number, figures.csv row)]."""
+    w = _Writer(out_dir, cfg, part, parts)
     summary = tables["summary"]
     duration_figures(summary, w)
     best_worst_figures(tables["best_worst"], w)
@@ -473,8 +514,72 @@ def make_figures(tables, out_dir, settings=None):
     explain_figures(tables["explain"], w)
     for owner, _ in groups("draw"):         # each kind's own figures
         owner.draw(tables, w)
+    return list(zip(w.order, w.rows))
+
+
+def _draw_in_parts(tables, out_dir, cfg, parts):
+    """_draw in `parts` processes: this one draws part 0 while forked children draw the
+    others; their rows come back through a pipe. A child's error is raised here, with its
+    traceback, after every child has ended."""
+    import os
+    import pickle
+    import traceback
+    children = []
+    for part in range(1, parts):
+        r, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:                        # the child: draw, send the rows, leave at once
+            os.close(r)
+            code = 0
+            try:
+                try:
+                    out = ("ok", _draw(tables, out_dir, cfg, part, parts))
+                except BaseException:
+                    out, code = ("error", traceback.format_exc()), 1
+                with os.fdopen(wfd, "wb") as f:
+                    pickle.dump(out, f)
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        children.append((pid, r))
+    rows, errors = [], []
+    try:
+        rows = _draw(tables, out_dir, cfg, 0, parts)
+    finally:
+        for pid, r in children:             # always reaped, even when this part failed
+            with os.fdopen(r, "rb") as f:
+                data = f.read()
+            _, status = os.waitpid(pid, 0)
+            try:
+                what, got = pickle.loads(data)
+            except Exception:
+                what, got = "error", f"a drawing process ended without its figures (wait status {status})"
+            if what == "ok":
+                rows += got
+            else:
+                errors.append(got)
+    if errors:
+        raise RuntimeError("drawing the figures failed:\n" + "\n".join(errors))
+    return rows
+
+
+def make_figures(tables, out_dir, settings=None, drawers=None):
+    """Every figure of KINDS from the tables ({name: DataFrame}, see aggregate.read_tables)
+    into out_dir/<kind>/; writes out_dir/figures.csv and returns it as a DataFrame.
+    drawers: how many processes draw (default _drawers(): up to DRAWERS)."""
+    cfg = Section("figures", settings).whole()
+    out_dir = Path(out_dir)
+    for kind in KINDS:                      # a rerun never leaves figures of vanished cases
+        d = out_dir / kind
+        d.mkdir(parents=True, exist_ok=True)
+        for old in d.iterdir():
+            if old.suffix.lstrip(".") in ("svg", "png", "pdf"):
+                old.unlink()
+    _rc()
+    parts = drawers if drawers is not None else _drawers()
+    rows = _draw_in_parts(tables, out_dir, cfg, parts) if parts > 1 else _draw(tables, out_dir, cfg)
     cols = ["kind", "bench", "class", "variant", "threads", "title", *cfg["formats"]]
-    manifest = pd.DataFrame(w.rows, columns=cols)
+    manifest = pd.DataFrame([row for _, row in sorted(rows, key=lambda r: r[0])], columns=cols)
     manifest["threads"] = manifest["threads"].astype("Int64")
     manifest.to_csv(out_dir / MANIFEST, index=False)
     return manifest
