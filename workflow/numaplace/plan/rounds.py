@@ -13,8 +13,11 @@ their records on any executor."""
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+import re
 from dataclasses import dataclass
+from operator import itemgetter
 
 from numaplace.core.schema import Section
 
@@ -102,10 +105,12 @@ def chunks(runs, per_run_s, settings=None, size_of=None):
     cfg = Section("rounds", settings).whole()
     limit_n, limit_s = cfg["chunk_runs"], 60 * cfg["chunk_minutes"]
     size_of = size_of or {}
-    out = []
-    for rnd in sorted({r.rep for r in runs}):
+    out, by_round = [], {}
+    for r in runs:                    # one pass: a study of 100 rounds is not read 100 times
+        by_round.setdefault(r.rep, []).append(r)
+    for rnd in sorted(by_round):
         current, seconds, size, index = [], 0.0, 0, 1
-        for r in sorted((r for r in runs if r.rep == rnd), key=lambda r: r.run_id):
+        for r in sorted(by_round[rnd], key=lambda r: r.run_id):
             s, b = per_run_s.get(r.run_id, 0.0), size_of.get(r.run_id, 0)
             if current and (len(current) >= limit_n or seconds + s > limit_s or size + b > MAX_CHUNK_BYTES):
                 out.append(Chunk(rnd, index, tuple(current), seconds))
@@ -115,6 +120,80 @@ def chunks(runs, per_run_s, settings=None, size_of=None):
         if current:
             out.append(Chunk(rnd, index, tuple(current), seconds))
     return out
+
+
+class RunTexts:
+    """json.dumps(make(run), sort_keys=sort_keys) of a study's runs, made once per shape:
+    the runs that differ only in their id and repetition (one benchmark, class, variant,
+    placement... in every round) share one text, the two put in. A study of 100,000 runs
+    dumps a few hundred, not 100,000 each time a chunk's size or its runs' file is asked
+    for. Each shape's text is checked against its second run dumped whole: a shape where
+    anything else changes with the id or repetition is dumped run by run (the texts are
+    always what json.dumps writes)."""
+
+    def __init__(self, make, sort_keys=False):
+        self._make, self._sort_keys = make, sort_keys
+        self._shapes = {}       # shape -> (run it was made from, its template, checked) | None
+        self._shape_of = {}     # run type -> the getter of its fields but the id and repetition
+
+    def _whole(self, run):
+        return json.dumps(self._make(run), sort_keys=self._sort_keys)
+
+    @staticmethod
+    def _template(text, run):
+        """(the texts between, what stands between them: 0 the run's id, 1 its `"rep": N`),
+        or None when `"rep": N` is not there exactly once."""
+        rid, rep = json.dumps(run.run_id), re.escape(f'"rep": {run.rep}') + "(?=[,}])"
+        parts = re.split(rep, text)
+        if len(parts) != 2:
+            return None
+        texts, slots = [], []
+        for i, part in enumerate(parts):
+            pieces = part.split(rid)
+            texts += pieces
+            slots += [0] * (len(pieces) - 1) + [1] * (i == 0)
+        return tuple(texts), tuple(slots)
+
+    @staticmethod
+    def _put(template, run):
+        texts, slots = template
+        values = (json.dumps(run.run_id), f'"rep": {run.rep}')
+        if len(slots) == 2:           # the id once, the repetition once
+            return texts[0] + values[slots[0]] + texts[1] + values[slots[1]] + texts[2]
+        out = [texts[0]]
+        for slot, text in zip(slots, texts[1:]):
+            out += (values[slot], text)
+        return "".join(out)
+
+    def text(self, run):
+        fields = vars(run)
+        shape_of = self._shape_of.get(type(run))
+        if shape_of is None:          # runs of one type have the same fields (plan.study.Run)
+            others = [k for k in fields if k not in ("run_id", "rep")]
+            shape_of = self._shape_of[type(run)] = itemgetter(*others) if others else (lambda f: ())
+        shape = shape_of(fields)
+        known = self._shapes.get(shape, False)
+        if known is None:
+            return self._whole(run)
+        if known is False:
+            text = self._whole(run)
+            template = self._template(text, run)
+            self._shapes[shape] = (run.run_id, template, False) if template else None
+            return text
+        first, template, checked = known
+        if checked or run.run_id == first:
+            return self._put(template, run)
+        text = self._whole(run)
+        self._shapes[shape] = (first, template, True) if text == self._put(template, run) else None
+        return text
+
+    def listed(self, runs):
+        """The pieces of json.dumps([make(run) for run in runs], sort_keys=...), in order:
+        their join is that text (hashed piece by piece, it is never whole in memory)."""
+        yield "["
+        for i, run in enumerate(runs):
+            yield (", " if i else "") + self.text(run)
+        yield "]"
 
 
 def waits_for(chunks, decides):
@@ -127,15 +206,17 @@ def waits_for(chunks, decides):
     by_round = {}
     for c in chunks:
         by_round.setdefault(c.round, []).append(c)
+    deciding = {c.id: decides(c) for c in chunks}          # asked once a chunk, not once a walk
+    waited = {}                     # round -> what a deciding chunk of it waits for (alike in a round)
     out = {}
     for c in chunks:
-        earlier = []
-        if decides(c):
-            rnd = c.round - 1
+        if deciding[c.id] and c.round not in waited:
+            earlier, rnd = [], c.round - 1
             while rnd in by_round:
                 earlier += by_round[rnd]
-                if all(decides(x) for x in by_round[rnd]):
+                if all(deciding[x.id] for x in by_round[rnd]):
                     break
                 rnd -= 1
-        out[c.id] = earlier
+            waited[c.round] = earlier
+        out[c.id] = list(waited[c.round]) if deciding[c.id] else []
     return out
