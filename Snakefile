@@ -5,6 +5,10 @@
 #   snakemake --cores 1 report --config study=<study>       tables, figures, summary.md and report.html
 #                                                         from the records on disk (runs nothing)
 # Logic lives in workflow/numaplace; the rules only wire files to it.
+from snakemake.utils import min_version
+
+
+min_version("9.0")  # the executor plugins and storage API of Snakemake 9 (requirements.txt pins 9.27.1)
 
 envvars:
     "PATH",

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from numaplace.machine.topology import Topology
+
 REPO = Path(__file__).resolve().parents[1]
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
@@ -46,11 +48,11 @@ def repo():
 @pytest.fixture(scope="session")
 def npb_build(tmp_path_factory):
     """npb_build(bench, cls, variant="default", settings=None) → Path of a binary built by
-    numaplace.build.tree.build from a copy of npb/src in a session temp dir (npb/src itself is
+    numaplace.builds.tree.build from a copy of npb/src in a session temp dir (npb/src itself is
     not touched); each (bench, class, variant, settings) is built once per session."""
     if not shutil.which("make") or not shutil.which("gfortran"):
         need_rig("make/gfortran not installed: cannot build NPB binaries (bash .ci/setup installs them)")
-    from numaplace.build.tree import build
+    from numaplace.builds.tree import build
     root = tmp_path_factory.mktemp("npb-build")
     built = {}
 
@@ -178,9 +180,9 @@ def nasa_npb():
 
 @pytest.fixture(scope="session")
 def official_build(nasa_npb, tmp_path_factory):
-    """(release, bench, cls, variant) → binary, built by numaplace.build.tree.build from
+    """(release, bench, cls, variant) → binary, built by numaplace.builds.tree.build from
     NASA's tarball as a study would (one tree per variant, shared source folder)."""
-    from numaplace.build.tree import build
+    from numaplace.builds.tree import build
     root = tmp_path_factory.mktemp("nasa-build")
     built = {}
 
@@ -243,6 +245,13 @@ def platforms():
 def expand(topo, exp, defaults=None):
     from numaplace.plan.expand import expand_experiment
     return expand_experiment({"name": "t", **exp}, defaults or {}, topo, "study.yaml", "experiments[0]")
+
+
+# -- small machines for the plan's tests (test_placement, test_expand, test_memory_specs) --
+ONE = Topology("one", {0: [0, 1]}, {0: 100})
+TWO = Topology("two", {0: [0, 1], 1: [2, 3]}, {0: 100, 1: 100})
+# two nodes of two cores, each core two hardware threads (c and c + 4)
+SMT = Topology("smt", {0: [0, 1, 4, 5], 1: [2, 3, 6, 7]}, siblings={c: (c % 4, c % 4 + 4) for c in range(8)})
 
 
 # -- speed classes: every test is exactly one of unit, workflow, rig (tests/MARKERS.md) ----

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.unit
 
 PKG = Path(__file__).resolve().parents[1] / "workflow" / "numaplace"
 # in the order data flows; a module may import from its own rank and any lower one
-STAGES = ["core", "kinds", "record", "machine", "plan", "build", "run", "judge", "tables", "figures",
+STAGES = ["core", "kinds", "record", "machine", "plan", "builds", "run", "judge", "tables", "figures",
           "report", "cluster", "cli", "__main__"]
 
 

@@ -45,7 +45,7 @@ STUDY = {
 @pytest.fixture(scope="module")
 def vm(numaplace_wheel, tmp_path_factory):
     tool = _skip_unless_numa_vm()
-    from numaplace.build.tree import build
+    from numaplace.builds.tree import build
     base = tmp_path_factory.mktemp("numa-vm-memory")
     study = vm_study(base, "vmmem", STUDY)
     binaries = {}

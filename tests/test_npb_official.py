@@ -17,10 +17,10 @@ import pytest
 
 from numaplace import ConfigError
 from numaplace.kinds import npb_output
-from numaplace.build.tree import fetch_source, make_def, unpack_tarball
+from numaplace.builds.tree import fetch_source, make_def, unpack_tarball
 from numaplace.plan.sources import check_source
 from numaplace.judge.fidelity import judge
-from numaplace.build.serial_init import ARRAYS, MARK, transform_tree, tree_version
+from numaplace.builds.serial_init import ARRAYS, MARK, transform_tree, tree_version
 
 OMP = {"3.4.2": "NPB3.4-OMP", "3.3.1": "NPB3.3-OMP"}
 MPI = {"3.4.2": "NPB3.4-MPI", "3.3.1": "NPB3.3-MPI"}
@@ -230,7 +230,7 @@ def test_failed_build_is_recorded_and_the_study_goes_on(nasa_npb, repo, tmp_path
 def test_unpacking_refuses_members_outside_the_tree(tmp_path, monkeypatch, member):
     """With or without Python's tarfile data filter (Debian 12's 3.11.2 has none)."""
     import io
-    from numaplace.build.tree import BuildError
+    from numaplace.builds.tree import BuildError
     tarball = tmp_path / "bad.tar.gz"
     with tarfile.open(tarball, "w:gz") as tf:
         info = tarfile.TarInfo(member)

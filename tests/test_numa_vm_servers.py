@@ -19,6 +19,7 @@ CI) when numa-vm, QEMU or the guest artifacts are missing, as tests/test_numa_vm
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ import yaml
 import numaplace.plan.study as study_mod
 from numaplace.core.cpulist import parse_cpulist
 from numaplace.judge.fidelity import judge
+from numaplace.kinds import kind
 from numaplace.kinds.memory import record_rows
 from numaplace.machine.topology import from_sysfs, load_platform
 from numaplace.plan.study import Study
@@ -56,6 +58,13 @@ MEMORY = {
          "placements": [{"matrix": {"via": "first-touch"}}]},
     ],
 }
+# the worked example of "study your own program" (config/studies/own-program.yaml), small
+OWN = {**yaml.safe_load((REPO / "config" / "studies" / "own-program.yaml").read_text()),
+       "study": "vmown", "platform": "vmjob", "repetitions": 2, "run": {"idle_check": "off", "timeout": 120}}
+OWN["programs"]["stencil"].update(command=["./stencil", "96", "10"], directory="stencil", title="7-point stencil (n 96)")
+OWN["experiments"] = [{"name": "two-threads", "placements": [{"compact": [2]}, {"spread": [2]}]},
+                      {"name": "one-thread-memory", "placements": [{"compact": [1]}],
+                       "memory": ["local", {"membind": "farthest"}]}]
 
 
 def cxl_platform(name, allowed=True):
@@ -135,14 +144,17 @@ def show_plan(title, study):
 @pytest.fixture(scope="module")
 def cxl_vm(npb_build, numaplace_wheel, tmp_path_factory):
     tool = _skip_unless_numa_vm()
-    from numaplace.build.tree import build
+    from numaplace.builds.tree import build
     t0 = time.monotonic()
     base = tmp_path_factory.mktemp("numa-vm-servers-cxl")
     cfg = config_dir(base / "host", {"vmjob": cxl_platform("vmjob")})
     quick = Study(QUICK, "quick.yaml", cfg)
     memory = Study(MEMORY, "vmcxlmem.yaml", cfg)
+    shutil.copytree(REPO / "config" / "programs" / "stencil", base / "stencil")
+    own = Study(OWN, base / "vmown.yaml", cfg)
+    stencil = kind("stencil").build_binary(base / "stencil" / "stencil", base / "stencil.log")
     # planned before the boot, from the file written here: inside the cpuset, node 3 read
-    check_inside_the_job(quick, memory)
+    check_inside_the_job(quick, memory, own)
     assert {rid.split(".")[3] for rid in ids(memory)} >= {"mx-mb-r1-m3", "mx-mb-r2-m3"}, ids(memory)
     micro = {}
     for bench in ("memlat", "membw"):
@@ -150,11 +162,14 @@ def cxl_vm(npb_build, numaplace_wheel, tmp_path_factory):
         micro[bench] = build({}, "default", bench, "X", d / "tree", d / "bin" / f"{bench}.X.x",
                              d / "logs" / f"{bench}.log")
     jobs = []
-    for st in (quick, memory):
+    for st in (quick, memory, own):
         for r in st.runs:
-            binary = micro[r.bench] if r.bench in micro else npb_build(r.bench, r.cls, r.variant)
+            binary = stencil if st is own else micro[r.bench] if r.bench in micro else npb_build(r.bench, r.cls, r.variant)
+            # the example's records as a study's results folder (its tables and answer are made from it)
+            record = base / st.name / "runs" / r.run_id / "record.json" if st is own else \
+                base / "runs" / st.name / r.run_id / "record.json"
             jobs.append({"name": r.run_id, "study": st.name, "spec": st.run_params(r.run_id), "binary": str(binary),
-                         "record": str(base / "runs" / st.name / r.run_id / "record.json")})
+                         "record": str(record)})
     assert len({j["name"] for j in jobs}) == len(jobs)
     built = time.monotonic()
     guest = base / "guest"
@@ -171,7 +186,7 @@ def cxl_vm(npb_build, numaplace_wheel, tmp_path_factory):
                "runs_s": round(sum(v["seconds"] for v in out["jobs"].values()), 1),
                "fixture_s": round(time.monotonic() - t0, 1)}
     sys.stderr.write(f"\nnuma-vm servers (cxl + cpuset) timings: {json.dumps(timings)}\n")
-    return {"base": base, "guest": guest, "quick": quick, "memory": memory, "jobs": jobs,
+    return {"base": base, "guest": guest, "quick": quick, "memory": memory, "own": own, "jobs": jobs,
             "records": records, "out": out, "detect": json.loads((guest / "detect.json").read_text())}
 
 
@@ -195,7 +210,7 @@ def test_cxl_guest_detects_the_whole_machine_and_the_cpuset(cxl_vm):
 
 
 def test_the_host_plan_stays_inside_the_cpuset(cxl_vm):
-    check_inside_the_job(cxl_vm["quick"], cxl_vm["memory"])
+    check_inside_the_job(cxl_vm["quick"], cxl_vm["memory"], cxl_vm["own"])
     m3 = [r for r in cxl_vm["memory"].runs if r.placement.id.endswith("-m3")]
     assert sorted((r.bench, r.placement.id) for r in m3) == \
         [(b, f"mx-mb-r{r}-m3") for b in ("membw", "memlat") for r in (1, 2)]
@@ -244,6 +259,32 @@ def test_memory_only_node_cells_have_their_pages_on_node_3(cxl_vm):
     assert len([k for k in shares if k.endswith("-m3")]) == 4, shares
     sys.stderr.write("pages on the intended memory node (memory matrix in the cpuset): "
                      + json.dumps(shares) + "\n")
+
+
+def test_own_program_runs_where_placed_and_is_answered_with_its_launch_line(cxl_vm):
+    """The worked example in the cpuset: every run ok and verified by its own pattern, its
+    pages where its policy put them, its threads on its CPUs; the answer names it and
+    gives the line to run it with."""
+    from numaplace.report.answer import answer_data
+    from numaplace.tables.aggregate import build_tables
+    own = cxl_vm["own"]
+    recs = {j["name"]: cxl_vm["records"][j["name"]] for j in cxl_vm["jobs"] if j["study"] == own.name}
+    assert len(recs) == len(own.runs) >= 6
+    pages = {}
+    for name, rec in recs.items():
+        assert rec["status"] == "ok" and rec["output"]["verified"] and rec["output"]["fom"] > 0, (name, rec.get("reason"))
+        fid = judge(rec)
+        assert fid["memory"]["verdict"] == "ok", (name, fid["memory"])
+        assert fid["threads"]["verdict"] in ("ok", "unknown"), (name, fid["threads"])
+        pages[rec["placement"]["id"]] = fid["memory"].get("share_on_allowed")
+    tables = build_tables(cxl_vm["base"] / own.name)
+    placements = {r.placement.id: r.placement.to_dict() for r in own.runs}
+    lines = answer_data(tables, own.topology.to_dict(), placements=placements)["lines"]
+    said = "\n".join(lines)
+    assert "7-point stencil" in said, said
+    assert "to run it best:" in said and f"{cxl_vm['base']}/stencil/stencil 96 10" in said, said
+    sys.stderr.write("own program in the cpuset: pages on the allowed nodes " + json.dumps(pages)
+                     + "\n  " + "\n  ".join(lines) + "\n")
 
 
 def test_the_detected_job_file_plans_as_the_host_written_file(cxl_vm):

@@ -172,6 +172,7 @@ def test_every_column_of_the_statistics_and_the_best_worst_row(tmp_path, templat
     # run) has no spread to size them by
     assert pd.isna(row.pop("reps_needed")) and pd.isna(row.pop("runner_up_reps_needed"))
     assert pd.isna(row.pop("runner_up_mwu_p")) and pd.isna(row.pop("stop_p"))
+    assert pd.isna(row.pop("best_fom_median")) and pd.isna(row.pop("worst_fom_median"))   # NPB: no figure of merit
     assert row == pytest.approx({
         "bench": "cg", "class": "W", "variant": "default", "threads": 2,
         "n_placements": 3, "n_placements_planned": 3,

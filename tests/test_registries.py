@@ -1,6 +1,8 @@
 """Launchers, memory policies and benchmark kinds are registered once (numaplace.plan.launch,
 numaplace.kinds); the study, platform and record schemas take their enums from those
 registries (numaplace.core.schema.register_words), never from a list of their own."""
+from pathlib import Path
+
 import pytest
 
 from numaplace import ConfigError
@@ -46,3 +48,22 @@ def test_every_launcher_and_memory_policy_has_a_distinct_short_id():
     for registry in (LAUNCHERS, MEMORY_POLICIES):
         shorts = [x.short for x in registry.values()]
         assert all(shorts) and len(set(shorts)) == len(shorts)
+
+
+def test_a_schema_checked_before_its_registries_still_knows_their_words():
+    """Registries complete without import order (issue 43.4): the study schema checked in a
+    process that imported neither numaplace.kinds nor numaplace.plan.launch still refuses
+    an unknown launcher (it accepted any before), and a platform file loads."""
+    import subprocess
+    import sys
+    code = ("from numaplace.core.schema import check\n"
+            "from numaplace.machine.topology import load_platform\n"
+            "print(load_platform('config/platforms/x4600.yaml').name)\n"
+            "try:\n"
+            "    check({'study': 'x', 'launcher': 'anything', 'experiments': [{'name': 'e', 'placements': [{'cpus': '0'}]}]},"
+            " 'study', 'f')\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.splitlines()
+    assert out[0] == "x4600" and out[1].startswith("ConfigError f: launcher: 'anything' is not one of"), out

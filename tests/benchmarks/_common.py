@@ -43,7 +43,7 @@ LL_4MIB = "4194304,16,64"
 
 
 def binary(bench, cls, variant="default", settings=None):
-    from numaplace.build.tree import build
+    from numaplace.builds.tree import build
     d = SCRATCH / "build" / variant
     out = d / "bin" / f"{bench}.{cls}.x"
     if not out.exists():

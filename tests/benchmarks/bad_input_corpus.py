@@ -57,7 +57,24 @@ EXTRA = [
     ("declared", "size-of-590-kB", study(experiments=_mem("membw", ["--sizes", "1" * 590_000 + "T"])), None,
      "args[1]", ["is not a size"]),
 ]
-EXTRA_KINDS = ("declared",)
+
+def _program(**entry):
+    """A study running a program of its own (numaplace.kinds.program), its entry changed."""
+    return study(programs={"own": {"command": ["true"], "success": "ok", **entry}}, benchmarks=["own"])
+
+
+EXTRA += [
+    ("program", "program-shell-line", _program(command="make && ./own"), None, "programs.own.command", ["list"]),
+    ("program", "program-bad-regex", _program(success="(unclosed"), None, "programs.own.success",
+     ["no regular expression"]),
+    ("program", "program-exponential-regex", _program(success="^(\\w+\\s?)+$"), None, "programs.own.success",
+     ["exponentially"]),
+    ("program", "program-not-on-path", _program(command=["no-such-program-xyz"]), None, "programs.own.command",
+     ["not found on PATH"]),
+    ("program", "program-named-cg", study(programs={"cg": {"command": ["true"], "success": "ok"}}), None,
+     "programs.cg", ["numaplace's own benchmarks"]),
+]
+EXTRA_KINDS = ("declared", "program")
 REAL = REPO / "tests" / "fixtures" / "real"
 
 

@@ -25,7 +25,7 @@ import sys
 
 from _common import LL_4MIB, REPO, SCRATCH, cachegrind, peak_rss_mib
 from numaplace.kinds import npb_output
-from numaplace.build.tree import build
+from numaplace.builds.tree import build
 from numaplace.plan.sources import bundled_digest
 
 TARBALL = REPO.parent / "shared" / "npb" / "NPB3.4.2.tar.gz"

@@ -28,6 +28,10 @@ from its own stage, the ones before it, and the shared leaves (tests/test_layout
 __version__ = "0.2.0"
 
 
+class BuildError(RuntimeError):
+    """A build that did not produce its binary; the message is one line."""
+
+
 class ConfigError(ValueError):
     """Bad user input: names the file, the entry and what is wrong."""
 

@@ -39,8 +39,8 @@ def _parser():
     rf.add_argument("--status", nargs="+", default=None,      # "+": a bare --status is refused
                     help="statuses to retry (default: every status but ok and not-needed; not-needed: decide again)")
 
-    b = sub.add_parser("build", help="build one NPB binary → its build record (the npb_build rule)")
-    b.add_argument("--settings", required=True, help="JSON: the study's npb section")
+    b = sub.add_parser("build", help="build one binary → its build record (the npb_build and program_build rules)")
+    b.add_argument("--settings", required=True, help="JSON: the study's npb section, or {\"program\": a program's definition}")
     b.add_argument("--variant", required=True, help="default | serial-init | mcmodel-medium")
     b.add_argument("--bench", required=True, help="the kind: cg, mg, membw, memlat, loadlat, stream")
     b.add_argument("--cls", required=True, help="class: S, W, A, B, C (NPB), X (micro-benchmarks)")
@@ -122,6 +122,7 @@ def _parser():
                     help="verdict for a job qstat no longer knows (default success: "
                          "Snakemake still checks that its outputs exist)")
     st.add_argument("--verbose", action="store_true", help="print the reason to stderr")
+    st.add_argument("--log-dir", default="logs/pbs", help="pbs-submit's --log-dir (its jobs.tsv names each job)")
     st.add_argument("jobid", help="the job id pbs-submit printed")
 
     pl = sub.add_parser("platform", help="platform files (config/platforms/<name>.yaml)")
@@ -216,18 +217,27 @@ def _pbs_submit(a):
     logdir.mkdir(parents=True, exist_ok=True)
     p = subprocess.run(argv, capture_output=True, text=True)
     out = p.stdout.strip()
-    if p.returncode != 0 or not out:
-        sys.stderr.write(f"qsub failed (exit {p.returncode}): {' '.join(argv)}\n{p.stdout}{p.stderr}")
+    if p.returncode != 0 or not out:             # numaplace's one line (numaplace.cluster.why)
+        from numaplace.cluster import why
+        what = why.what_of(props.get("rule") or "group", props.get("output") or [])[0]
+        sys.stderr.write(why.line(why.pbs_rejection(p.returncode, p.stderr + p.stdout), what,
+                                  partitions=why.known_queues("PBS")) + "\n")
         return p.returncode or 1
-    print(out.splitlines()[-1].strip())        # the job id, e.g. 1234.pbs-server
+    jobid = out.splitlines()[-1].strip()
+    from numaplace.cluster import why
+    why.note_submission(logdir, jobid, props)    # pbs-status names the chunk by it
+    print(jobid)                               # the job id, e.g. 1234.pbs-server
     return 0
 
 
 def _pbs_status(a):
     from numaplace.cluster import pbs
     st = pbs.job_status(a.jobid, a.dialect, a.vanished)
-    if a.verbose or st.status == pbs.FAILED:
+    if a.verbose:
         sys.stderr.write(f"pbs job {a.jobid}: {st.status}: {st.reason}\n")
+    if st.status == pbs.FAILED:                 # why, in numaplace's one line (numaplace.cluster.why)
+        from numaplace.cluster import why
+        sys.stderr.write(why.pbs_status_line(a.jobid, a.dialect, a.log_dir) + "\n")
     print(st.status)
     return 0
 
@@ -516,7 +526,7 @@ def _compare(a):
 def _report(a):
     from numaplace import ConfigError
     from numaplace.core.loader import guard_dir, guard_file, guard_out
-    from numaplace.report.make import make_report
+    from numaplace.report.make import collect_less, make_report
     try:
         guard_dir(a.results, "--results")
         guard_file(a.plan, "--plan", "plan.tsv")
@@ -528,6 +538,7 @@ def _report(a):
             guard_out(path, arg, parents=True)
     except ConfigError as e:
         return _refused("report", e)
+    collect_less()              # a process that ends with the report (issue 41.10)
     try:
         make_report(a.results, a.plan, a.tables, a.figures, a.summary, a.html, fidelity, settings, a.study,
                     a.description)
@@ -562,8 +573,12 @@ def main(argv=None):
     if a.cmd == "retry-failed":
         return _retry_failed(a)
     elif a.cmd == "build":
-        from numaplace.build.tree import write_build_record
-        out = write_build_record(json.loads(a.settings), a.variant, a.bench, a.cls, a.tree, a.record, a.log)
+        from numaplace.builds.tree import write_build_record
+        from numaplace.kinds.program import from_spec
+        settings = json.loads(a.settings)
+        if settings.get("program"):            # a study's own program: defined from its definition
+            from_spec({"bench": a.bench, "program": settings["program"]})
+        out = write_build_record(settings, a.variant, a.bench, a.cls, a.tree, a.record, a.log)
         print(f"{a.bench}.{a.cls} ({a.variant}): {out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
     elif a.cmd == "run":
         return _run(a)

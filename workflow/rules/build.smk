@@ -30,7 +30,7 @@ rule npb_build:
     log:
         f"{BUILD_DIR}/{{variant}}/logs/{{bench}}.{{cls}}.log",
     params:
-        settings=lambda wc: json.dumps(STUDY.npb),
+        settings=lambda wc: json.dumps(STUDY.build_settings(wc.bench)),
         tree=lambda wc: f"{BUILD_DIR}/{wc.variant}/tree",
     resources:
         machine=1,
@@ -42,4 +42,28 @@ rule npb_build:
     shell:
         "numaplace build --settings {params.settings:q} --variant {wildcards.variant}"
         " --bench {wildcards.bench} --cls {wildcards.cls} --tree {params.tree:q}"
+        " --record {output:q} --log {log:q} > /dev/null"
+
+
+# The engineer's own program (a study's `programs:`): its own build command in its own
+# folder, one record per program and build key (its definition and its sources).
+rule program_build:
+    output:
+        f"{PROGRAM_BUILDS}/{{bench}}-{{key}}/{{bench}}.{{cls}}.build.json",
+    log:
+        f"{PROGRAM_BUILDS}/{{bench}}-{{key}}/{{bench}}.{{cls}}.log",
+    wildcard_constraints:
+        key="[0-9a-f]{12}",
+    params:
+        settings=lambda wc: json.dumps(STUDY.build_settings(wc.bench)),
+    resources:
+        machine=1,
+        runtime=cluster.BUILD_RUNTIME_MIN,
+        mem_mb=cluster.BUILD_MEM_MB,
+        **cluster.queue_resources(STUDY),
+    conda:
+        ENV
+    shell:
+        "numaplace build --settings {params.settings:q} --variant default"
+        " --bench {wildcards.bench} --cls {wildcards.cls} --tree -"
         " --record {output:q} --log {log:q} > /dev/null"

@@ -15,6 +15,7 @@ from numaplace.kinds import figure_titles, table_captions, wildcard_constraints
 from numaplace.core.loader import refusal
 from numaplace.record.store import check_records, keep_records, workflow_outcome
 from numaplace.plan import budget
+from numaplace.plan.study import PROGRAM_BUILDS
 from numaplace.report.machine import MACHINE_FILE
 from numaplace.core.schema import Section, setting
 
@@ -83,9 +84,14 @@ LEDGERS = [f"{RESULTS}/rounds/{c.id}.json" for c in STUDY.chunks]
 _ROUNDS = max((c.round for c in STUDY.chunks), default=0)
 
 
+_CHUNK_RUNS = {}      # chunk id -> its runs in order: asked for by its runtime and its memory
+
+
 def chunk_of(wc):
     """The chunk's runs (numaplace.plan.study.Run), in the order they are measured."""
-    return [STUDY.run(rid) for rid in STUDY.chunk(wc.chunk).order()]
+    if wc.chunk not in _CHUNK_RUNS:
+        _CHUNK_RUNS[wc.chunk] = [STUDY.run(rid) for rid in STUDY.chunk(wc.chunk).order()]
+    return list(_CHUNK_RUNS[wc.chunk])
 
 
 def chunk_builds(wc):
@@ -107,7 +113,8 @@ def chunk_runs(wc):
     named by the digest of its content: a changed run definition is another file name,
     so Snakemake's params trigger still measures the chunk again."""
     import hashlib
-    text = json.dumps([STUDY.chunk_entry(rid) for rid in STUDY.chunk(wc.chunk).order()], sort_keys=True)
+    # json.dumps([STUDY.chunk_entry(rid) ...], sort_keys=True), each run's text made once per shape
+    text = "".join(STUDY.entry_texts.listed(chunk_of(wc)))
     path = Path(RESULTS) / "chunks" / f"{wc.chunk}.{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -214,6 +221,27 @@ def say_plan_when_up_to_date():
 say_plan_when_up_to_date()
 
 
+def drop_scheduler_timers():
+    """Snakemake's scheduler, after each round that started jobs, wakes itself again
+    after its rate limit's timespan (--max-jobs-per-timespan, 100/1s by default) with a
+    threading.Timer: a non-daemon thread, which Python waits for on the way out. Every
+    call that ran a job ended a second after its last line (issue 41.10). At exit the
+    scheduler has returned and nothing waits for the wake-up: its timers are cancelled
+    before Python joins the threads (threading's own exit hook, which runs before that
+    join; the atexit module's runs after it)."""
+    import threading
+    for t in threading.enumerate():
+        if isinstance(t, threading.Timer) and "_schedule_reevalutation" in getattr(
+                getattr(t, "function", None), "__qualname__", ""):
+            t.cancel()
+
+
+if not (workflow.remote_exec or workflow.subprocess_exec):
+    import threading as _threading
+    if hasattr(_threading, "_register_atexit"):        # CPython 3.9+
+        _threading._register_atexit(drop_scheduler_timers)
+
+
 def builds_requested():
     """Does this invocation make (or need) the builds too?"""
     targets = workflow.dag_settings.targets
@@ -251,6 +279,35 @@ def start_of_workflow():
     if to_measure and setting("platform", STUDY.config) == "auto" and not budget.wait_for_quiet(
             Section("run", STUDY.config.get("run")), logger.warning):
         sys.exit(1)
+    on_a_cluster(logger)
+
+
+def on_a_cluster(logger):
+    """A cluster executor's jobs, before any is submitted (numaplace.cluster.why): refuse a
+    partition/queue the scheduler does not know and a chunk's walltime below the plan's
+    estimate; from then on, say in one line why a job the scheduler ended failed."""
+    from numaplace.cluster import why
+    plugin = workflow.executor_plugin
+    if plugin is None or workflow.local_exec:
+        return
+    scheduler = why.scheduler_of(plugin.name, getattr(workflow.executor_settings, "submit_cmd", ""))
+    chunks = {c.id: c for c in STUDY.chunks}
+    jobs = []
+    for job in workflow.dag.needrun_jobs():
+        if job.is_local:
+            continue                  # localrules: never submitted
+        chunk = chunks.get(job.wildcards.get("chunk")) if job.rule.name == "measure" else None
+        res = job.resources
+        jobs.append(why.Submission(job.rule.name, chunk and chunk.id, res.get("runtime"),
+                                   res.get("pbs_queue") or res.get("slurm_partition") or "",
+                                   chunk and chunk.seconds, chunk and len(chunk.run_ids),
+                                   chunk and why.killed_at(RESULTS, chunk.id)))
+    problems = why.preflight(jobs, scheduler)
+    for line in problems:
+        logger.error(line)
+    if problems:
+        sys.exit(1)
+    why.watch(logger)
 
 
 def end_of_workflow(completed=True):

@@ -6,6 +6,8 @@ snakemake.utils.validate, the workflow's usual path. Messages say what to write 
 """
 from __future__ import annotations
 
+import importlib
+
 from functools import lru_cache
 from pathlib import Path
 
@@ -42,6 +44,9 @@ PLACEMENT_FORMS = ("cpus", "layout", "compact", "spread", "unpinned", "sweep", "
 # $defs/<word>; the registry's module names the values when it is imported (benchmark,
 # class, variant: numaplace.kinds; launcher, memory_policy: numaplace.plan.launch).
 WORDS: dict[str, tuple] = {}
+# the module whose import names each word's values (its registry)
+WORD_OWNERS = {"benchmark": "numaplace.kinds", "class": "numaplace.kinds", "variant": "numaplace.kinds",
+               "launcher": "numaplace.plan.launch", "memory_policy": "numaplace.plan.launch"}
 
 
 def register_words(word, values):
@@ -71,6 +76,10 @@ def _schema_file(name):
     # libyaml's parser where PyYAML has it: the pure-Python one takes ~0.1 s per schema
     return yaml.load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(),
                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a SafeLoader)
+
+
+class RegistryNotLoaded(RuntimeError):
+    """A schema checked before the registry that names its words: it would accept any."""
 
 
 @lru_cache(maxsize=None)
@@ -241,6 +250,16 @@ def _message(err):
 def check(data, name, where):
     if not isinstance(data, dict):
         raise ConfigError(where, "(top level)", f"expected a mapping of settings, got {type(data).__name__}")
+    # a word no registry has named yet: its owner is imported now (registries complete
+    # whatever was imported before); still unnamed is an error, never a schema that
+    # accepts any value
+    unnamed = sorted(w for w in WORD_OWNERS if w in _schema_file(name).get("$defs", {}) and w not in WORDS)
+    for owner in dict.fromkeys(WORD_OWNERS[w] for w in unnamed):
+        importlib.import_module(owner)
+    unnamed = [w for w in unnamed if w not in WORDS]
+    if unnamed:
+        raise RegistryNotLoaded(f"the {name} schema's {', '.join(unnamed)} words are not registered: "
+                                "import numaplace.kinds and numaplace.plan.launch before checking it")
     validator = _strict_validator()(_schema(name))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:

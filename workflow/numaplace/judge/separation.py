@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from numaplace.core.text import counted
-from numaplace.kinds import kind
+from numaplace.kinds.program import from_spec
 from numaplace.record.store import Record
 
 NOT_NEEDED = "not-needed"      # the status of a run its case no longer needed
@@ -43,7 +43,7 @@ def compared_value(rec):
     out = rec.get("output") or {}
     if out.get("time_s") is not None:
         return float(out["time_s"]), False
-    k = kind(rec["bench"])
+    k = from_spec(rec)
     value = out.get(k.metric)
     return (float(value) if isinstance(value, (int, float)) else None), k.higher_is_better
 
@@ -62,7 +62,7 @@ def decide(records, spec, least, alpha, most=None):
     earlier = [Record.of(r) for r in records if case_of(r) == case and isinstance(r.get("rep"), int)
                and r["rep"] < rnd and r.get("status") != NOT_NEEDED]
     rounds = max((r["rep"] for r in earlier), default=0)
-    k = kind(spec["bench"])
+    k = from_spec(spec)
     if not k.compared:
         return Decision(True, f"{spec['bench']} runs are not compared between placements: "
                         f"{counted(least, 'round')}, the minimum", rounds=least)

@@ -37,6 +37,7 @@ class Kind:
     variants = ("default",)
     tree_name = "tree"         # build tree folder beside the variant's (NPB kinds share one)
     follows_npb_source = True  # built from the study's npb.source (else always source_dir)
+    builds_itself = False      # built by its own build_binary, not by NPB's make interface
     # which numa_maps sample is the run's working set, judged for memory placement:
     # "steady" (the footprint the run settled on) or "peak" (the largest one seen)
     footprint = "steady"
@@ -49,11 +50,33 @@ class Kind:
     # a compared kind whose placements the matrices explain (tables/explain.py): ExplainModel,
     # or None (its placements are not explained, and the report says so)
     explain = None
+    # a control (EP: no memory traffic): the answer's words on what a placement effect on it
+    # means (the machine's or noise, not memory placement); no best placement is recommended
+    control = None
     tables: dict = {}          # its own tables: name → caption (results/<study>/tables/<name>.csv)
     figures: dict = {}         # its own figures: name → title (report/<study>/figures/<name>/)
 
     def binary_name(self, cls):
         return f"{self.name}.{cls}.x"
+
+    def shown_program(self, cls):
+        """The program as a launch line shows it (plan.tsv, the answer's launch lines)."""
+        return "./" + self.binary_name(cls)
+
+    def command_args(self, cls):
+        """Arguments every run of class cls gives the program (before an experiment's args)."""
+        return ()
+
+    def thread_env(self, threads):
+        """Environment beyond OpenMP's that tells the program its thread count."""
+        return {}
+
+    def case_name(self, cls):
+        """How the answer names a case of this kind: 'CG class B'."""
+        return f"{self.name.upper()} class {cls}"
+
+    def complete_output(self, output, rec):
+        """Fill what the parsed stdout lacks from the run's record (a program's wall time)."""
 
     def make_args(self, cls, variant, official=False):
         """The make command that builds binary_name(cls) in a prepared tree."""
@@ -242,7 +265,7 @@ def wildcard_constraints():
 
 
 
-def _words():
+def schema_words():
     """The study schema's benchmark, class and variant words, from the registry."""
     from numaplace.core.schema import register_words
     register_words("benchmark", KINDS)
@@ -255,4 +278,4 @@ def _words():
 # them; the NPB kernels first (the order of the registry is the order studies and reports list)
 for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: (m.name != "npb", m.name)):
     importlib.import_module(f"{__name__}.{_module.name}")
-_words()
+schema_words()

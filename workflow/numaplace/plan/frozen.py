@@ -74,7 +74,8 @@ def read_study(path, config_dir):
     for _ in range(5):
         read_at = at or time.strftime("%Y-%m-%d %H:%M:%S")
         before = _bytes(source)
-        study = load_study_file(source, config_dir)       # refuses what is no study, in one line
+        # refuses what is no study, in one line; relative paths from the file as named
+        study = load_study_file(source, config_dir, origin=Path(path).absolute().parent)
         if before is not None and _bytes(source) == before:   # not saved while being read
             return study, Read(str(path), before, read_at)
     raise ConfigError(str(source), "study", "changed while it was read; start the workflow again "

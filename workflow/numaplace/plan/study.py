@@ -16,8 +16,9 @@ from pathlib import Path
 from numaplace import ConfigError
 from numaplace.core import limits
 from numaplace.core.artifacts import NOT_APPLICABLE, PLAN_ESTIMATE
-from numaplace.plan.sources import bundled_digest, check_source
+from numaplace.plan.sources import bundled_digest, check_source, not_buildable
 from numaplace.kinds import KINDS, kind
+from numaplace.kinds.program import define_study as define_programs
 from numaplace.plan.checks import check_figures, check_study
 from numaplace.plan.launch import command
 from numaplace.core.loader import load_mapping
@@ -31,6 +32,9 @@ from numaplace.machine.topology import from_sysfs, load_platform, platform_path
 from numaplace.core.cpulist import format_cpulist
 from numaplace.core.text import counted
 
+
+
+PROGRAM_BUILDS = "results/build/programs"     # a program's build records: one folder per program and build key
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,17 @@ class Run:
     def binary_name(self):
         return kind(self.bench).binary_name(self.cls)
 
+    @property
+    def program_args(self):
+        """The argv after the program: its kind's own (a study's program's command), then
+        the experiment's args."""
+        return kind(self.bench).command_args(self.cls) + tuple(self.args)
+
     def row(self):
         return {"run_id": self.run_id, "experiment": ",".join(self.experiments),
                 "bench": self.bench, "class": self.cls, "variant": self.variant, "rep": self.rep,
-                **_plan_columns(self.placement), "command": _shown_command(self.placement, self.binary_name, tuple(self.args))}
+                **_plan_columns(self.placement),
+                "command": _shown_command(self.placement, kind(self.bench).shown_program(self.cls), self.program_args)}
 
 
 # Per placement, computed once: a study has few placements and many runs of each
@@ -66,9 +77,10 @@ def _plan_columns(p):
 
 
 @lru_cache(maxsize=None)
-def _shown_command(p, binary_name, args=()):
-    # NAME='value' (the value quoted, not the assignment): bash runs the line as written
-    argv, env = command(p, "./" + binary_name)
+def _shown_command(p, program, args=()):
+    # NAME='value' (the value quoted, not the assignment): bash runs the line as written;
+    # a bare binary name is the one in the run's folder
+    argv, env = command(p, program if "/" in program else "./" + program)
     return " ".join([f"{k}={shlex.quote(str(v))}" for k, v in env.items()]
                     + [shlex.quote(str(a)) for a in argv + list(args)])
 
@@ -94,7 +106,7 @@ def check_memory_experiment(exp, benches, classes, placements, where, entry):
     if memory and classes != ["X"]:
         raise ConfigError(where, entry + ".classes", f"{', '.join(memory)} have one class, X "
                           "(sizes are args): write classes: [X]")
-    if not memory and "X" in classes:
+    if not memory and "X" in classes and any(len(kind(b).classes) > 1 for b in benches):
         raise ConfigError(where, entry + ".classes", "class X is the memory micro-benchmarks' class")
     if not memory and exp.get("args"):
         raise ConfigError(where, entry + ".args", "args are for the memory micro-benchmarks ("
@@ -105,8 +117,11 @@ def check_memory_experiment(exp, benches, classes, placements, where, entry):
 
 
 class Study:
-    def __init__(self, config, where, config_dir="config"):
+    def __init__(self, config, where, config_dir="config", origin=None):
+        """origin: the folder a study's relative paths (a program's) are read from: the
+        study file's own, also when a workflow reads its frozen copy."""
         self.where = str(where)
+        define_programs(config, self.where, origin or Path(where).parent)   # before the schema: benchmarks may name them
         self.config = validate_study(config, self.where)
         self.name = self.config["study"]
         check_system(self.config.get("system"), self.where)     # before any run: may we?
@@ -140,6 +155,13 @@ class Study:
         self.sizing_notes = []            # what the plan decided for this machine (a buffer stepped down, a sampled matrix)
         for i, exp in enumerate(c["experiments"]):
             entry = f"experiments[{i}] ({exp['name']})"
+            # a kernel numaplace does not bundle (EP, IS, FT) with no official tree given: its
+            # runs are left out, one line (numaplace.plan.sources.not_buildable), nothing fetched
+            unbuilt = {b: why for b in setting("benchmarks", c, exp) if (why := not_buildable(kind(b), self.npb))}
+            for why in dict.fromkeys(unbuilt.values()):
+                self.not_applicable.append(f"{entry}.benchmarks{NOT_HERE}{why}")
+            if len(unbuilt) == len(setting("benchmarks", c, exp)):
+                continue
             placements = expand_experiment(exp, c, self.topology, self.where, entry, self.not_applicable,
                                            self.sizing_notes)
             # a portable placement its kind cannot run here (loaded latency on a one-core node)
@@ -170,8 +192,11 @@ class Study:
             args, notes = kind(benches[0]).fit_args(args, placements, self.topology)
             self.sizing_notes += [f"{entry}: {n}" for n in notes]
             kind(benches[0]).check_args(args, benches, placements, self.topology, c, self.where, entry)
+            benches = [b for b in benches if b not in unbuilt]
             for bench in benches:
-                for cls in dict.fromkeys(self.class_of.get((bench, c), c) for c in classes):
+                # a kind of one class (a program) runs at it, whatever the experiment's classes
+                own = classes if len(kind(bench).classes) > 1 else kind(bench).classes
+                for cls in dict.fromkeys(self.class_of.get((bench, c), c) for c in own):
                     for variant in setting("variants", c, exp):
                         for p in placements:
                             for rep in range(1, reps.most + 1):
@@ -281,8 +306,17 @@ class Study:
         return f"results/build/{self.build_key()}"
 
     def build_record(self, bench, cls, variant):
-        """A binary's build record; the binary, when the build succeeded, is beside it."""
+        """A binary's build record; the binary, when the build succeeded, is beside it (a
+        program's is in its own folder, and its record under its own key)."""
+        k = kind(bench)
+        if k.builds_itself:
+            return f"{PROGRAM_BUILDS}/{bench}-{k.build_digest()}/{bench}.{cls}.build.json"
         return f"{self.build_dir}/{variant}/bin/{bench}.{cls}.build.json"
+
+    def build_settings(self, bench):
+        """What a build job is given: the study's npb settings, or a program's definition."""
+        k = kind(bench)
+        return {"program": k.definition} if k.builds_itself else self.npb
 
     def builds_to_do(self):
         """The binaries without a build record yet (a failed build is not tried again)."""
@@ -298,7 +332,9 @@ class Study:
         only here, make Snakemake re-run it."""
         r = self.run(run_id)
         placement, argv, env = _definition(r.placement)
-        argv = list(argv) + list(r.args)
+        argv = list(argv) + list(r.program_args)
+        k = kind(r.bench)
+        env = {**dict(env), **k.thread_env(r.placement.threads)}
         # what is captured, not how it is judged: fidelity thresholds are no run's params
         capture = {k: v for k, v in self.config.get("capture", {}).items() if k != "fidelity"}
         return {"run_id": r.run_id, "study": self.name, "bench": r.bench, "class": r.cls,
@@ -306,7 +342,9 @@ class Study:
                 "argv": list(argv), "env": dict(env), "capture": capture, "run": self.config.get("run", {}),
                 "build": self.build_key(),       # the binary: other flags or sources, another run
                 # only when set: studies without it keep their params (and their records)
-                **({"system": self.config["system"]} if self.config.get("system") else {})}
+                **({"system": self.config["system"]} if self.config.get("system") else {}),
+                # a program's definition travels with its runs (numaplace.kinds.program)
+                **({"program": k.definition} if k.builds_itself else {})}
 
     # -- the jobs that measure: chunks of rounds (numaplace.plan.rounds) ------------------
     @cached_property
@@ -314,9 +352,15 @@ class Study:
         """The measure jobs' chunks, round by round, cut at the reference machine's speed
         (every process that plans the study must cut them alike)."""
         from numaplace.plan import rounds
-        size = {r.run_id: len(json.dumps(self.chunk_entry(r.run_id))) for r in self.runs}
+        size = {r.run_id: len(self.entry_texts.text(r)) for r in self.runs}
         return rounds.chunks(self.runs, {r.run_id: budget.run_seconds(r) for r in self.runs},
                              self.config.get("rounds"), size)
+
+    @cached_property
+    def entry_texts(self):
+        """Each run's chunk_entry as JSON (sort_keys), made once per shape (rounds.RunTexts)."""
+        from numaplace.plan import rounds
+        return rounds.RunTexts(lambda r: self.chunk_entry(r.run_id), sort_keys=True)
 
     def chunk(self, chunk_id):
         if not hasattr(self, "_chunk_by_id"):
@@ -346,6 +390,8 @@ class Study:
     def decides(self, chunk):
         """Does a chunk hold a run that is measured only if its case is not yet decided
         (adaptive, past its min)?"""
+        if not any(r.adaptive for r in self.repetitions.values()):      # no run is adaptive
+            return False
         return any((reps := self.adaptive(rid)) and self.run(rid).rep > reps.least for rid in chunk.run_ids)
 
     @cached_property
@@ -369,7 +415,11 @@ class Study:
         return {**older, **given}
 
     def plan_digest(self):
-        return hashlib.sha256(json.dumps([r.row() for r in self.runs]).encode()).hexdigest()[:16]
+        from numaplace.plan.rounds import RunTexts      # json.dumps of every row, hashed piece by piece
+        digest = hashlib.sha256()
+        for piece in RunTexts(Run.row).listed(self.runs):
+            digest.update(piece.encode())
+        return digest.hexdigest()[:16]
 
     def write_plan(self, path):
         """plan.tsv, one row per run, and beside it not_applicable.txt: what the study asks
@@ -451,11 +501,15 @@ class Study:
             lines.insert(1, f"  {busy}")
         lines += [f"  {line}" for line in self.machine_notes() + self.sizing_notes + self.budget_notes
                   + budget.memory_warnings(self.runs, self.topology) + self.not_applicable]
+        from numaplace.machine.pmu import plan_lines     # capture.counters: one line, counted or why not
+        from numaplace.plan.launch import LAUNCHERS
+        lines += [f"  {line}" for line in plan_lines(self.config.get("capture") or {}, {
+            LAUNCHERS[r.placement.launcher] for r in self.runs}, setting("platform", self.config))]
         return lines
 
 
 
 
-def load_study_file(path, config_dir="config"):
+def load_study_file(path, config_dir="config", origin=None):
     """The study in a file, read strictly (numaplace.core.loader) and checked whole."""
-    return Study(load_mapping(path, "study"), path, config_dir)
+    return Study(load_mapping(path, "study"), path, config_dir, origin)

@@ -232,7 +232,7 @@ def answer_cases(best_worst, summary, runs):
         g = g.sort_values("improvement_pct", ascending=False)
         placed = g[[not same_cpus_and_memory(r, desc) for _, r in g.iterrows()]]
         r = (placed if len(placed) else g).iloc[0]
-        case = f"{str(bench).upper()} class {cls} ({r['variant']}, {counted(r['threads'], 'thread')})"
+        case = f"{case_name(bench, cls)} ({r['variant']}, {counted(r['threads'], 'thread')})"
         data = {"bench": str(bench), "class": str(cls), "variant": str(r["variant"]), "threads": int(r["threads"]),
                 "row": r, "best": desc.get(r["best_placement_id"]), "worst": desc.get(r["worst_placement_id"])}
         if not len(placed):
@@ -249,9 +249,24 @@ def answer_cases(best_worst, summary, runs):
         data.update(verdict=verdict, interval=ci, line=(
             f"{case}: {verdict}: best {r['best_placement']} ({_measured(r, 'best')}), worst "
             f"{r['worst_placement']} ({_measured(r, 'worst')}): the wrong choice costs "
-            f"{_cost(r, ci)}, {_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{drift}{_rounds(r)}"))
+            f"{_cost(r, ci)}, {_noise(r)}{_more(r.get('reps_needed'))}{_runner_up(r)}{drift}{_rounds(r)}"
+            f"{figure_of_merit_words(bench, r)}{control_words(bench, verdict)}"))
         out.append(data)
     return out
+
+
+def figure_of_merit_words(bench, r):
+    """A program's figure of merit beside the time it is ranked by; where it ranks the
+    best and the worst placement the other way, said (numaplace.kinds.program)."""
+    k = KINDS.get(str(bench))
+    unit = getattr(k, "fom_unit", None)
+    b, w = r.get("best_fom_median"), r.get("worst_fom_median")
+    if not unit or not (pd.notna(b) and pd.notna(w)):
+        return ""
+    words = f"; its figure of merit: best {b:.4g} {unit}, worst {w:.4g} {unit}"
+    if b != w and (b > w) != bool(k.fom_higher_is_better):
+        words += " (it ranks them the other way than the time: check what it measures)"
+    return words
 
 
 def kernel_lines(best_worst, summary, runs):
@@ -467,13 +482,31 @@ def decision_lines(decisions):
     return out
 
 
+def case_name(bench, cls):
+    """'CG class B', or a study's program by its title (numaplace.kinds: Kind.case_name)."""
+    k = KINDS.get(str(bench))
+    return k.case_name(cls) if k else f"{str(bench).upper()} class {cls}"
+
+
 def launch_words(case, placements):
     """'run it as: OMP_NUM_THREADS=2 ... numactl --physcpubind=0,2 --localalloc ./cg.B.x'
     for a case's best placement (its srun and aprun forms are in answer.json), or None."""
     lines = case_launch_lines(case, placements)
     line = (lines or {}).get("numactl", {}).get("line")
-    return f"{case['bench'].upper()} class {case['class']} ({counted(case['threads'], 'thread')}), to run it best: " \
+    return f"{case_name(case['bench'], case['class'])} ({counted(case['threads'], 'thread')}), to run it best: " \
            f"{line}" if line else None
+
+
+def control_words(bench, verdict):
+    """A control kind's words after its case (EP: it moves no memory): an effect on it is
+    the machine's or noise, not memory placement; '' for every other kind."""
+    k = KINDS.get(str(bench))
+    words = k.control if k else None
+    if not words:
+        return ""
+    if verdict.startswith("beyond noise"):
+        return f"; {words}: this machine or its load moves the other kernels' numbers by as much"
+    return f"; {words}" + ("; as expected, none told apart" if verdict.startswith("within noise") else "")
 
 
 def case_launch_lines(case, placements):
@@ -483,8 +516,12 @@ def case_launch_lines(case, placements):
     best = (placements or {}).get(case["row"]["best_placement_id"])
     if not best or case["verdict"].startswith(("no conclusion", "binding")):
         return None
-    program = f"./{case['bench']}.{case['class']}.x"
-    return launch_lines(best, program)
+    k = KINDS.get(case["bench"])
+    if k is not None and k.control:             # EP: no best placement to recommend
+        return None
+    if k is None:
+        return launch_lines(best, f"./{case['bench']}.{case['class']}.x")
+    return launch_lines(best, k.shown_program(case["class"]), k.command_args(case["class"]))
 
 
 def answer_lines(tables, topology=None, not_applicable=(), estimate_line=None, placements=None, firmware=None):
@@ -511,8 +548,11 @@ def answer_data(tables, topology=None, not_applicable=(), estimate_line=None, pl
     lines += serial_init_lines(tables.get("summary"), tables.get("runs"))
     if ks:
         lines += ks + why_lines(tables.get("explain"))
-    elif npb is not None and len(npb) and npb["bench"].isin([k for k, v in KINDS.items() if v.compared]).any():
-        lines.append("NPB: no kernel/class/variant/thread count has two placements with an ok run yet")
+    elif npb is not None and len(npb) and npb["bench"].isin(compared := [k for k, v in KINDS.items() if v.compared]).any():
+        seen = npb[npb["bench"].isin(compared)]
+        names = ", ".join(dict.fromkeys(case_name(b, c) for b, c in zip(
+            seen["bench"], seen["class"] if "class" in seen else [""] * len(seen))))
+        lines.append(f"{names}: no case (class, variant, thread count) has two placements with an ok run yet")
     for owner, _ in groups("answer"):              # each kind's own lines (e.g. STREAM's bandwidth)
         lines += owner.answer(tables)
     lines += decision_lines(not_applicable)

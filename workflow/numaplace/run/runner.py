@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 from numaplace.machine import system
+from numaplace.run import counters
 from numaplace.run.capture import Sampler, numastat_delta, numastat_system
 from numaplace.machine.guard import AncestorWatch, die_with_parent, machine_lock, snakemake_ancestor
 from numaplace.machine.idle import cpu_jiffies, foreign_load, idle_check
-from numaplace.kinds import kind
+from numaplace.kinds.program import from_spec
 from numaplace.core.schema import Section
 from numaplace.plan.launch import LAUNCHERS, MEMORY_POLICIES, SCRUBBED_ENV
 from numaplace.run.pages_over_time import pages_over_time
@@ -125,7 +126,8 @@ def _record_head(spec):
     """The fields every record starts with: which run of which study it is."""
     return {"record_version": RECORD_VERSION, **{k: spec[k] for k in
             ("run_id", "study", "bench", "class", "variant", "rep", "placement")},
-            "kind": kind_facts(spec["bench"]), "definition_sha256": definition_digest(spec)}
+            "kind": kind_facts(from_spec(spec).name), "definition_sha256": definition_digest(spec),
+            **({"program": spec["program"]} if spec.get("program") else {})}
 
 
 def execute(spec, binary, record_path, window=None, held_lock=None, probed=None, ended=None, extra=None):
@@ -166,12 +168,13 @@ class _Run:
         self.record_path = Path(record_path)
         self.rundir = self.record_path.parent
         self.binary = Path(binary).resolve()
-        self.kind = kind(spec["bench"])
+        self.kind = from_spec(spec)
         self.placement = Placement.from_dict(spec["placement"])
         self.launcher = LAUNCHERS[self.placement.launcher]
         self.capture = Section("capture", spec.get("capture", {}))
         self.runcfg = Section("run", spec.get("run", {}))
         self.argv = [str(self.binary) if a == "BINARY" else a for a in spec["argv"]]
+        self.counting = None                   # perf stat around the run (run.counters), when asked
         self.env = dict(spec["env"])
         self.rec = {**_record_head(spec), "binary": str(self.binary), "argv": self.argv,
                     "env": self.env, "env_scrubbed": list(SCRUBBED_ENV),
@@ -234,7 +237,13 @@ class _Run:
             sampler = lambda pid: Sampler(pid, self.rundir, cap["interval_min"], cap["interval_max"],  # noqa: E731
                                           cap["numa_maps"], cap["threads"], cap["numastat"],
                                           exe=self.binary)
+        self.counting, not_counted = counters.for_run(cap, self.launcher, self.rundir)
+        if not_counted:
+            self.rec["counters"] = not_counted
         rc, timed_out, sampler = self.launch(sampler)
+        if self.counting:
+            rc = self.rec["exit_status"] = self.counting.exit_status(rc, self.rundir / "stderr")
+            self.rec["counters"] = self.counting.result(timed_out)
         if numastat:
             after = numastat_system()
             self.rec["numastat"] = {"system_before": before, "system_after": after,
@@ -250,6 +259,7 @@ class _Run:
                                          "capture not available") if not local else "capture switched off"
         stdout = (self.rundir / "stdout").read_text(errors="replace")
         self.rec["output"] = self.kind.parse(stdout)
+        self.kind.complete_output(self.rec["output"], self.rec)
         if timed_out:
             return self.finish("timeout", f"killed after {self.rec['timeout_s']:g} s")
         status, reason = self.kind.outcome(self.rec["output"], rc)
@@ -269,14 +279,17 @@ class _Run:
         self_before, jiffies_before = os.times(), cpu_jiffies()
         t0 = time.monotonic()
         with open(self.rundir / "stdout", "w") as out, open(self.rundir / "stderr", "w") as err:
-            proc = subprocess.Popen(self.argv, cwd=self.rundir / "work", env=clean_env(self.env),
+            argv = self.counting.wrap(self.argv) if self.counting else self.argv
+            proc = subprocess.Popen(argv, cwd=self.rundir / "work", env=clean_env(self.env),
                                     stdout=out, stderr=err, start_new_session=True,
                                     preexec_fn=die_with_parent)
             kill = lambda: os.killpg(proc.pid, signal.SIGKILL)   # noqa: E731
             free = set(os.sched_getaffinity(0)) - set(self.placement.cpus)
             if free:                                 # keep the sampler off the benchmark's CPUs
                 os.sched_setaffinity(0, free)
-            sampler = make_sampler(proc.pid) if make_sampler else None
+            # under perf stat the benchmark is perf's child
+            sampler = make_sampler(self.counting.workload_pid(proc.pid) if self.counting else proc.pid) \
+                if make_sampler else None
             if sampler:
                 sampler.start()
             watch = AncestorWatch(ancestor, kill) if ancestor else None

@@ -47,6 +47,7 @@ from numaplace.plan.placement import label_of, memory_label_of
 from numaplace.record.store import NOT_FAILED, Record, iter_records
 from numaplace.core.stats import ALPHA, improvement, mann_whitney_p, repetitions_needed, summary_stats
 from numaplace.kinds import KINDS, groups, table_captions
+from numaplace.kinds.program import define_programs, read_programs, write_programs
 from numaplace.tables.explain import explain_table
 from numaplace.machine.system import REPORTED
 
@@ -138,7 +139,8 @@ def record_row(rec, thresholds=None):
         # a not-needed record's decision: rounds measured before it, best vs runner-up p
         "reps_min": adaptive.get("min"), "reps_max": adaptive.get("max"), "reps_alpha": adaptive.get("alpha"),
         "decision_p": decision.get("p"),
-        "npb_time_s": npb.get("time_s"), "mops": npb.get("mops"),
+        "npb_time_s": npb.get("time_s"), "mops": npb.get("mops"), "fom": npb.get("fom"),
+        "time_resolution_s": npb.get("time_resolution_s"),
         "verification": npb.get("verification"), "npb_threads": npb.get("threads"),
         "wall_s": rec.get("wall_s"), "exit_status": rec.get("exit_status"),
         "fidelity": fid.get("verdict"),
@@ -161,6 +163,7 @@ def record_row(rec, thresholds=None):
         "_data_bytes": data_bytes,
         "_data_pages": pages,
         "_numastat": delta,
+        "_counters": counter_columns(rec, pages or data_bytes),
     }
 
 
@@ -178,6 +181,28 @@ def thread_nodes(p, node_of):
         return None
     per = {n: nodes.count(n) * int(p["threads"]) / len(cpus) for n in sorted(set(nodes))}
     return ",".join(f"{n}:{k:g}" for n, k in per.items())
+
+
+# runs.csv's columns of the counters capture (numaplace.run.counters), only in a study
+# that has a run with counts: local and remote DRAM accesses as the CPU counted them, their
+# remote share, and beside it the share numa_maps predicts (data on nodes without the run's threads)
+COUNTER_COLUMNS = ["counted_events", "counted_local", "counted_remote", "counted_remote_share",
+                   "predicted_remote_share"]
+
+
+def counter_columns(rec, data_by_node):
+    """A record's COUNTER_COLUMNS where its counters were captured, else None."""
+    from numaplace.run.counters import predicted_remote_share
+    c = rec.counters
+    if not c.get("captured"):
+        return None
+    nodes = thread_nodes(rec.placement, rec.node_of()) if rec.placement else None
+    ran_on = {int(float(k)) for k, _ in (x.split(":") for x in nodes.split(","))} if nodes else set()
+    events = c.get("events") or {}
+    return {"counted_events": f"{events.get('first')} / {events.get('remote')}",
+            "counted_local": c.get("local"), "counted_remote": c.get("remote"),
+            "counted_remote_share": c.get("remote_share"),
+            "predicted_remote_share": predicted_remote_share(data_by_node, ran_on)}
 
 
 def load_rows(records, thresholds=None):
@@ -213,8 +238,11 @@ def runs_table(rows):
                    {n for r in rows for n in r["_data_bytes"]} |
                    {n for r in rows for n in (r["_data_pages"] or {})})
     out = []
+    counted = any(r.get("_counters") for r in rows)       # else no counters columns at all
     for r in rows:
         row = {k: v for k, v in r.items() if not k.startswith("_")}
+        if counted:
+            row.update(r["_counters"] or dict.fromkeys(COUNTER_COLUMNS))
         for n in nodes:
             has = bool(r["_data_bytes"])
             row[f"data_bytes_node{n}"] = r["_data_bytes"].get(n, 0) if has else None
@@ -224,7 +252,7 @@ def runs_table(rows):
     if df.empty:
         df = pd.DataFrame(columns=[k for k in _empty_row() if not k.startswith("_")])
     for c in ("threads", "rep", "attempt", "npb_threads", "exit_status", "data_bytes", "data_pages",
-              "reps_min", "reps_max"):
+              "reps_min", "reps_max", "counted_local", "counted_remote"):
         if c in df:
             df[c] = df[c].astype("Int64")
     for c in df.columns:
@@ -275,12 +303,19 @@ def summary_table(runs, plan=None):
             **summary_stats([r["npb_time_s"] for r in ok]),
             mops_median=float(np.median([r["mops"] for r in ok if not _isnan(r["mops"])]))
             if any(not _isnan(r["mops"]) for r in ok) else np.nan,
+            # a program's figure of merit (numaplace.kinds.program), beside its time
+            fom_median=float(np.median([r["fom"] for r in ok if not _isnan(r.get("fom"))]))
+            if any(not _isnan(r.get("fom")) for r in ok) else np.nan,
+            # the coarsest printed time of its runs, where they say (else NPB's 0.01 s)
+            time_resolution_s=max((r["time_resolution_s"] for r in ok if not _isnan(r.get("time_resolution_s"))),
+                                  default=np.nan),
         )
         out.append(row)
     cols = GROUP_KEYS + PLACEMENT_COLUMNS + [
         "n_planned", "n_missing", "n_records", "n", "n_failed", "failed_statuses", "n_set_aside",
         "n_drift", "time_min_s", "time_median_s", "time_mean_s", "time_max_s", "time_std_s",
-        "time_cv", "time_median_lo_s", "time_median_hi_s", "time_median_level", "mops_median"]
+        "time_cv", "time_median_lo_s", "time_median_hi_s", "time_median_level", "mops_median", "fom_median",
+        "time_resolution_s"]
     df = pd.DataFrame(out, columns=cols)
     for c in ("threads", "n_planned", "n_missing", "n_records", "n", "n_failed", "n_set_aside", "n_drift"):
         df[c] = df[c].astype("Int64")
@@ -313,7 +348,8 @@ def best_worst_table(summary, runs):
             row.update({f"{side}_placement": s["placement"], f"{side}_placement_id": s["placement_id"],
                         f"{side}_n": int(s["n"]), f"{side}_median_s": s["time_median_s"],
                         f"{side}_min_s": s["time_min_s"], f"{side}_max_s": s["time_max_s"],
-                        f"{side}_n_drift": int(s["n_drift"]), f"{side}_mops_median": s["mops_median"]})
+                        f"{side}_n_drift": int(s["n_drift"]), f"{side}_mops_median": s["mops_median"],
+                        f"{side}_fom_median": s.get("fom_median", np.nan)})
         row.update(improvement(best, worst))
         bt = ok_times.get(tuple(best[k] for k in GROUP_KEYS), [])
         wt = ok_times.get(tuple(worst[k] for k in GROUP_KEYS), [])
@@ -350,7 +386,7 @@ def best_worst_table(summary, runs):
         "improvement_pct", "speedup", "compared_by", "below_resolution", "ranges_overlap", "differs", "mwu_p",
         "reps_needed", "runner_up_placement", "runner_up_placement_id", "runner_up_median_s", "runner_up_mwu_p",
         "runner_up_reps_needed", "rests_on_drift", "stopped_after", "rounds_max", "stopped_by", "stop_reason",
-        "stop_p"]
+        "stop_p", "best_fom_median", "worst_fom_median"]
     df = pd.DataFrame(out, columns=cols)
     for c in ("threads", "reps_needed", "runner_up_reps_needed", "stopped_after", "rounds_max"):
         df[c] = df[c].astype("Int64")
@@ -489,6 +525,7 @@ def build_tables(results_dir, plan_path=None, thresholds=None):
     the common ones from every record, fidelity judged under `thresholds`, then each
     kind's own from its records. Every record is read once."""
     records = list(iter_records(results_dir, attempts=True))
+    define_programs(records)            # a program's runs carry its definition
     rows = load_rows(records, thresholds)
     runs = runs_table(rows)
     # summary and best/worst are about the kinds compared per placement (NPB): a memory
@@ -514,11 +551,13 @@ def write_tables(results_dir, out_dir, plan_path=None, thresholds=None):
     for name, df in build_tables(results_dir, plan_path, thresholds).items():
         paths[name] = out_dir / f"{name}.csv"
         df.to_csv(paths[name], index=False, quoting=csv.QUOTE_MINIMAL)
+    write_programs(out_dir)             # the programs' definitions, for the stages after
     return paths
 
 
 def read_tables(tables_dir):
     """The CSV tables back as DataFrames (class and cpus kept as text)."""
+    read_programs(tables_dir)
     text = {"class": str, "cpus": str, "placement_id": str, "run_id": str}
     # only empty cells are missing: "n/a" (differs) and "None" are values
     return {name: pd.read_csv(Path(tables_dir) / f"{name}.csv", dtype=text, keep_default_na=False,
