@@ -61,7 +61,7 @@ MEMORY = {
 # the worked example of "study your own program" (config/studies/own-program.yaml), small
 OWN = {**yaml.safe_load((REPO / "config" / "studies" / "own-program.yaml").read_text()),
        "study": "vmown", "platform": "vmjob", "repetitions": 2, "run": {"idle_check": "off", "timeout": 120}}
-OWN["programs"]["stencil"].update(command=["./stencil", "96", "10"], directory="stencil", title="7-point stencil (n 96)")
+OWN["programs"]["stencil"].update(command=["./stencil", "128", "30"], directory="stencil", title="7-point stencil (n 128)")
 OWN["experiments"] = [{"name": "two-threads", "placements": [{"compact": [2]}, {"spread": [2]}]},
                       {"name": "one-thread-memory", "placements": [{"compact": [1]}],
                        "memory": ["local", {"membind": "farthest"}]}]
@@ -282,7 +282,7 @@ def test_own_program_runs_where_placed_and_is_answered_with_its_launch_line(cxl_
     lines = answer_data(tables, own.topology.to_dict(), placements=placements)["lines"]
     said = "\n".join(lines)
     assert "7-point stencil" in said, said
-    assert "to run it best:" in said and f"{cxl_vm['base']}/stencil/stencil 96 10" in said, said
+    assert "to run it best:" in said and f"{cxl_vm['base']}/stencil/stencil 128 30" in said, said
     sys.stderr.write("own program in the cpuset: pages on the allowed nodes " + json.dumps(pages)
                      + "\n  " + "\n  ".join(lines) + "\n")
 

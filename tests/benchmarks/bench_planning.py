@@ -25,21 +25,9 @@ from pathlib import Path
 
 import yaml
 from _common import REPO, copy_workflow, quiet_lock
+from bench_workflow import generated_study   # the scale study of bench_workflow/run_all: 98,400 runs asked 100,000
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
-
-
-def generated_study(runs_wanted):
-    """The scale study of bench_workflow/run_all: x4600 (8 nodes x 2 cores), CG and MG,
-    classes B and C, two variants, 984 placements' runs per repetition; repetitions set to
-    reach runs_wanted (100,000 asked: 100 repetitions, 98,400 runs in 4,920 chunks)."""
-    placements = [{"layout": "2/2", "nodes": "all-choices"}, {"layout": "2/2/2/2", "nodes": "all-choices"},
-                  {"compact": list(range(1, 17))}, {"spread": list(range(2, 13))}]
-    per_rep = 2 * 2 * 2 * 125
-    return {"study": "generated", "platform": "x4600", "benchmarks": ["cg", "mg"], "classes": ["B", "C"],
-            "variants": ["default", "serial-init"], "repetitions": max(1, -(-runs_wanted // per_rep)),
-            "limits": {"runs": max(20000, runs_wanted + per_rep)},   # above the default cap
-            "experiments": [{"name": "many", "placements": placements}]}
 
 
 # Snakemake alone, the same DAG as numaplace's dry run with trivial rules: no input

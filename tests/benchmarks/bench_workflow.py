@@ -17,6 +17,9 @@ from numaplace.plan.study import Study
 
 
 def generated_study(runs_wanted):
+    """The scale study: x4600 (8 nodes x 2 cores), CG and MG, classes B and C, two
+    variants, 1,000 runs per repetition; repetitions set to reach runs_wanted (100,000
+    asked: 100 repetitions, 98,400 runs)."""
     placements = [{"layout": "2/2", "nodes": "all-choices"}, {"layout": "2/2/2/2", "nodes": "all-choices"},
                   {"compact": list(range(1, 17))}, {"spread": list(range(2, 13))}]
     per_rep = 2 * 2 * 2 * 125
