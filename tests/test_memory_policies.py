@@ -6,7 +6,7 @@ weights, and the schema's one-line refusals."""
 import pytest
 
 from numaplace import ConfigError
-from numaplace.core.schema import _schema, _schema_file, validate_study
+from numaplace.core.schema import _schema, schema_file, validate_study
 from numaplace.judge.fidelity import POLICY_MODES, judge
 from numaplace.machine import mempolicy
 from numaplace.machine.topology import Topology, load_platform
@@ -269,7 +269,7 @@ def test_schema_refuses_with_one_line(memory, line):
 
 
 def test_schema_memory_comes_from_the_registry():
-    raw = _schema_file("study")["$defs"]["memory"]
+    raw = schema_file("study")["$defs"]["memory"]
     assert not any(name in str(raw.get("anyOf")) for name in MEMORY_POLICIES if name != "local")
     filled = _schema("study")["$defs"]["memory"]["oneOf"]
     assert filled == [m.schema() for m in MEMORY_POLICIES.values()]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from numaplace import ConfigError
-from numaplace.core.schema import _schema, _schema_file, validate_study
+from numaplace.core.schema import _schema, schema_file, validate_study
 from numaplace.kinds import KINDS
 from numaplace.plan.launch import LAUNCHERS, MEMORY_POLICIES
 
@@ -32,7 +32,7 @@ def refs(node, found=None):
 
 @pytest.mark.parametrize("name", ["study", "platform", "record"])
 def test_schemas_take_their_words_from_the_registries(name):
-    raw, filled = _schema_file(name), _schema(name)
+    raw, filled = schema_file(name), _schema(name)
     for word in refs(raw) & set(WORDS):
         assert raw["$defs"][word] == {"type": "string"}, (name, word)       # no list in the file
         assert filled["$defs"][word] == {"enum": WORDS[word]}, (name, word)
@@ -67,3 +67,16 @@ def test_a_schema_checked_before_its_registries_still_knows_their_words():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout.splitlines()
     assert out[0] == "x4600" and out[1].startswith("ConfigError f: launcher: 'anything' is not one of"), out
+
+
+def test_a_launchers_missing_tool_is_one_line_before_any_job():
+    """Launchers declare the tools they run here (issue 43.2): one line each that is
+    missing, from the workflow's start; aprun's numactl runs on the compute node."""
+    from numaplace.plan.launch import missing_tools
+    on_path = {"taskset", "aprun"}
+    lines = missing_tools(["numactl", "taskset", "aprun", "numactl"], which=lambda t: t in on_path)
+    assert lines == ["launcher numactl needs numactl, which is not on PATH here (Debian: apt-get install "
+                     "numactl); nothing was run"]
+    assert missing_tools(["omp"], which=lambda t: False) == []
+    assert [LAUNCHERS[n].tools for n in ("numactl", "taskset", "aprun", "omp")] == \
+        [("numactl",), ("taskset",), ("aprun",), ()]

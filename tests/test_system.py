@@ -489,7 +489,7 @@ def test_detect_from_a_guests_sysfs(tmp_path, name, nodes, dist):
 
 
 def test_hwloc_cpuset_words():
-    from numaplace.machine.platform_detect import _hwloc_cpuset
-    assert _hwloc_cpuset("0x00000003") == [0, 1]
-    assert _hwloc_cpuset("0x00000001,0x80000000") == [31, 32]
-    assert _hwloc_cpuset("0x0") == []
+    from numaplace.machine.platform_detect import hwloc_cpuset
+    assert hwloc_cpuset("0x00000003") == [0, 1]
+    assert hwloc_cpuset("0x00000001,0x80000000") == [31, 32]
+    assert hwloc_cpuset("0x0") == []

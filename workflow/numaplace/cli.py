@@ -462,8 +462,8 @@ def _explain(a):
 # what retry-failed may set aside: a record's statuses (record.schema.yaml) and unreadable
 # (a record.json that does not read)
 def _statuses():
-    from numaplace.core.schema import _schema_file
-    return tuple(_schema_file("record")["properties"]["status"]["enum"]) + ("unreadable",)
+    from numaplace.core.schema import schema_file
+    return tuple(schema_file("record")["properties"]["status"]["enum"]) + ("unreadable",)
 
 
 def _retry_failed(a):

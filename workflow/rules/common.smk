@@ -15,6 +15,7 @@ from numaplace.kinds import figure_titles, table_captions, wildcard_constraints
 from numaplace.core.loader import refusal
 from numaplace.record.store import check_records, keep_records, workflow_outcome
 from numaplace.plan import budget
+from numaplace.plan.launch import missing_tools
 from numaplace.plan.study import PROGRAM_BUILDS
 from numaplace.report.machine import MACHINE_FILE
 from numaplace.core.schema import Section, setting
@@ -279,6 +280,13 @@ def start_of_workflow():
     if to_measure and setting("platform", STUDY.config) == "auto" and not budget.wait_for_quiet(
             Section("run", STUDY.config.get("run")), logger.warning):
         sys.exit(1)
+    # the launchers' tools, before the first job here (a cluster's are on its nodes)
+    if to_measure and (workflow.executor_plugin is None or workflow.local_exec):
+        missing = missing_tools({r.placement.launcher for r in STUDY.runs})
+        for line in missing:
+            logger.error(f"numaplace: {line}")
+        if missing:
+            sys.exit(1)
     on_a_cluster(logger)
 
 

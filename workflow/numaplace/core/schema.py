@@ -72,7 +72,7 @@ def memory_forms():
 
 
 @lru_cache(maxsize=None)
-def _schema_file(name):
+def schema_file(name):
     # libyaml's parser where PyYAML has it: the pure-Python one takes ~0.1 s per schema
     return yaml.load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(),
                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 (a SafeLoader)
@@ -85,7 +85,7 @@ class RegistryNotLoaded(RuntimeError):
 @lru_cache(maxsize=None)
 def _schema(name):
     """The schema with the registries' words as enums."""
-    schema = dict(_schema_file(name))
+    schema = dict(schema_file(name))
     defs = dict(schema.get("$defs", {}))
     for word, values in WORDS.items():
         if word in defs:
@@ -253,7 +253,7 @@ def check(data, name, where):
     # a word no registry has named yet: its owner is imported now (registries complete
     # whatever was imported before); still unnamed is an error, never a schema that
     # accepts any value
-    unnamed = sorted(w for w in WORD_OWNERS if w in _schema_file(name).get("$defs", {}) and w not in WORDS)
+    unnamed = sorted(w for w in WORD_OWNERS if w in schema_file(name).get("$defs", {}) and w not in WORDS)
     for owner in dict.fromkeys(WORD_OWNERS[w] for w in unnamed):
         importlib.import_module(owner)
     unnamed = [w for w in unnamed if w not in WORDS]

@@ -21,8 +21,8 @@ from numaplace.kinds import register
 from numaplace.kinds.memory import record_rows
 from numaplace.core.cpulist import format_cpulist
 from numaplace.core.text import counted
-from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _bytes_text,
-                                        _choice, _stride, _whole, machine_memory, named_size, parse_args,
+from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, bytes_text,
+                                        choice, stride, whole, machine_memory, named_size, parse_args,
                                         parse_sizes)
 
 MAX_DELAYS = 64                     # loadlat.c's
@@ -73,8 +73,8 @@ def point_status(result, row, share_min):
 
 
 class LoadLat(MicroBench):
-    flags = {**COMMON_FLAGS, "--delays": _delays, "--load-memory": _choice("chaser", "own"),
-             "--stride": _stride, "--min-loads": _whole(0, LONG_MAX), "--seed": _whole(0, ULLONG_MAX)}
+    flags = {**COMMON_FLAGS, "--delays": _delays, "--load-memory": choice("chaser", "own"),
+             "--stride": stride, "--min-loads": whole(0, LONG_MAX), "--seed": whole(0, ULLONG_MAX)}
     tables = {"loaded_latency": "loaded_latency.csv: chaser latency against the loaders' bandwidth, per delay, "
                                 "placement and repetition"}
     figures = {"loaded_latency": "Memory: loaded latency (latency vs bandwidth)"}
@@ -128,8 +128,8 @@ class LoadLat(MicroBench):
                 b, t, p, nodes = min(land, key=lambda x: x[0] // x[1])
                 items.append(f"{fit >> 20}M")
                 notes.append(f"--sizes {text} stepped down to {fit >> 20} MiB a buffer: {counted(t, 'buffer')} of "
-                             f"{_bytes_text(named)} ({p.shape}) would take more than half of node "
-                             f"{format_cpulist(nodes)}'s {_bytes_text(2 * b)}")
+                             f"{bytes_text(named)} ({p.shape}) would take more than half of node "
+                             f"{format_cpulist(nodes)}'s {bytes_text(2 * b)}")
             else:
                 items.append(text)
         args[at] = ",".join(items)
@@ -166,7 +166,7 @@ class LoadLat(MicroBench):
         for p in placements:
             total = largest * p.threads
             if memory and total > memory[0]:
-                raise ConfigError(where, here, f"--sizes {text}: {counted(p.threads, 'buffer')} of {_bytes_text(largest)} "
+                raise ConfigError(where, here, f"--sizes {text}: {counted(p.threads, 'buffer')} of {bytes_text(largest)} "
                                   f"(the chain and one per loader) are more than {memory[1]}")
             own = opts.get("--load-memory") == "own" and p.memory.policy != "membind"
             nodes = p.memory.nodes if p.memory.policy == "membind" else () if own else \
@@ -174,8 +174,8 @@ class LoadLat(MicroBench):
             bound = sum(topo.memory_mb.get(n, 0) for n in nodes) << 20
             if 0 < bound < total:
                 raise ConfigError(where, here, f"--sizes {text}: placement {p.id} puts {counted(p.threads, 'buffer')} of "
-                                  f"{_bytes_text(largest)} on node {format_cpulist(nodes)}, which holds "
-                                  f"{_bytes_text(bound)}; give smaller --sizes, fewer threads, or "
+                                  f"{bytes_text(largest)} on node {format_cpulist(nodes)}, which holds "
+                                  f"{bytes_text(bound)}; give smaller --sizes, fewer threads, or "
                                   "--load-memory own (each loader's buffer on its own node)")
 
     # -- its table, figure, summary and answer ------------------------------------------

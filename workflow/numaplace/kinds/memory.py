@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from numaplace.kinds import MatrixRole, kind, register
 from numaplace.kinds import membench_output
-from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, _choice,
-                                        _stride, _whole, intended_memory_node)
+from numaplace.core.text import byte_size_text
+from numaplace.kinds.microbench import (COMMON_FLAGS, LOAD_MIN_S, LONG_MAX, ULLONG_MAX, MicroBench, choice,
+                                        stride, whole, intended_memory_node)
 
 
 class MemoryBench(MicroBench):
@@ -48,7 +49,7 @@ class MemoryBench(MicroBench):
 
 
 class Membw(MemoryBench):
-    flags = {**COMMON_FLAGS, "--mode": _choice("serial", "parallel"), "--share": _choice("slice", "whole")}
+    flags = {**COMMON_FLAGS, "--mode": choice("serial", "parallel"), "--share": choice("slice", "whole")}
     default_sizes = 4
 
     def in_parallel(self, opts):
@@ -58,8 +59,8 @@ class Membw(MemoryBench):
 class Memlat(MemoryBench):
     run_s = 3.0
     curve_s = 25.0              # without --sizes: the whole latency curve, L1 to 4 x the LLC
-    flags = {**COMMON_FLAGS, "--stride": _stride, "--per-octave": _whole(1, 32), "--min-loads": _whole(0, LONG_MAX),
-             "--seed": _whole(0, ULLONG_MAX), "--dump-chain": None}
+    flags = {**COMMON_FLAGS, "--stride": stride, "--per-octave": whole(1, 32), "--min-loads": whole(0, LONG_MAX),
+             "--seed": whole(0, ULLONG_MAX), "--dump-chain": None}
     not_measuring = {"--dump-chain": "prints memlat's chain and measures nothing (a test mode of "
                                      "tests/test_membench.py); remove it"}
 
@@ -155,12 +156,6 @@ def matrix_table(memory):
 
 # -- figures (matplotlib imported when drawn: the Snakefile imports the registry) ------
 
-def _size(b):
-    b = int(b)
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b >= 1 << k:
-            return f"{b / (1 << k):.3g} {unit}"
-    return f"{b / 1024:.0f} KiB" if b >= 1024 else f"{b} B"
 
 
 def _case(bench, size=None, threads=None):
@@ -183,7 +178,7 @@ def bandwidth_figures(memory, w):
         ax.set_xticks(x, [str(int(c)) for c in per_cpu["reader_cpu"]])
         ax.set_xlabel("reading CPU (green: on the memory node)")
         ax.set_ylabel("read bandwidth (MB/s, 10^6 B/s)")
-        title = f"membw serial read bandwidth per CPU — {_size(size)} on node {int(mnode)} ({via})"
+        title = f"membw serial read bandwidth per CPU — {byte_size_text(size)} on node {int(mnode)} ({via})"
         ax.set_title(title, loc="left", fontsize=10)
         ax.grid(axis="y", alpha=0.3, zorder=0)
         w.save(fig, "memory_bandwidth", f"membw.{int(size)}.m{int(mnode)}.{via}", title, _case("membw"))
@@ -246,7 +241,7 @@ def heatmap_figures(matrix, w):
         ax.set_ylabel("reader node")
         unit = g["unit"].iloc[0]
         fig.colorbar(im, ax=ax, label=unit)
-        title = f"{bench} {mode} {_size(size)} ({via}): median {unit}"
+        title = f"{bench} {mode} {byte_size_text(size)} ({via}): median {unit}"
         ax.set_title(title, loc="left", fontsize=9)
         w.save(fig, "memory_heatmap", f"{bench}.{mode}.{int(size)}.{via}", title, _case(bench))
 
@@ -263,7 +258,7 @@ def contention_figures(memory, w):
         ax.set_xlabel("reading threads (all at once)")
         ax.set_ylabel("MB/s")
         ax.set_xticks(list(per.index))
-        title = f"membw contention — {_size(size)} first-touched on node {int(mnode)}"
+        title = f"membw contention — {byte_size_text(size)} first-touched on node {int(mnode)}"
         ax.set_title(title, loc="left", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

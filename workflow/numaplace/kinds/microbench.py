@@ -44,7 +44,7 @@ REGION_MIN_S = 1e-6
 LOAD_MIN_S = 0.5e-9
 
 
-def _whole(lo, hi, what="a whole number"):
+def whole(lo, hi, what="a whole number"):
     def check(text):
         # the length first: int() of thousands of digits is refused by Python itself
         if not text.isascii() or not text.isdigit() or len(text) > len(str(hi)) + 2 or not lo <= int(text) <= hi:
@@ -73,7 +73,7 @@ def _positive(text):
     return value
 
 
-def _choice(*words):
+def choice(*words):
     def check(text):
         if text not in words:
             raise ValueError(f"expected {' or '.join(words)}")
@@ -88,8 +88,8 @@ def _cpu_ids(text):
     return [int(i) for i in items]
 
 
-def _stride(text):
-    n = _whole(8, LONG_MAX)(text)
+def stride(text):
+    n = whole(8, LONG_MAX)(text)
     if n % 8:
         raise ValueError("expected a multiple of 8 bytes (one pointer), such as 64")
     return n
@@ -225,7 +225,7 @@ def parse_args(args, benches, where, entry):
     return out, at
 
 
-def _bytes_text(n):
+def bytes_text(n):
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
@@ -239,7 +239,7 @@ def machine_memory(topo, auto, meminfo="/proc/meminfo"):
     else the sum of the platform's memory_mb."""
     mb = sum(topo.memory_mb.values())
     if auto and mb > 0:              # the nodes' MemTotal, those this process may use
-        return mb << 20, (f"this machine's memory (MemTotal {_bytes_text(mb << 20)}"
+        return mb << 20, (f"this machine's memory (MemTotal {bytes_text(mb << 20)}"
                           + (f" on the allowed nodes {format_cpulist(topo.memory_nodes)})" if topo.allowed else ")"))
     if auto:
         try:
@@ -247,12 +247,12 @@ def machine_memory(topo, auto, meminfo="/proc/meminfo"):
                 for line in f:
                     if line.startswith("MemTotal:"):
                         kb = int(line.split()[1])
-                        return kb * 1024, f"this machine's memory (MemTotal {_bytes_text(kb * 1024)})"
+                        return kb * 1024, f"this machine's memory (MemTotal {bytes_text(kb * 1024)})"
         except (OSError, ValueError, IndexError):
             pass
     mb = sum(topo.memory_mb.values())
     if mb > 0:
-        return mb << 20, f"platform {topo.name}'s memory ({_bytes_text(mb << 20)})"
+        return mb << 20, f"platform {topo.name}'s memory ({bytes_text(mb << 20)})"
     return None
 
 
@@ -266,12 +266,12 @@ def check_args(args, benches, placements, topo, config, where, entry):
     text = next((t for t, size in opts.get("--sizes", ()) if size == largest), "")
     if memory and largest > memory[0]:
         raise ConfigError(where, f"{entry}.args[{at['--sizes'] + 1}]", f"--sizes {text}: a buffer of "
-                          f"{_bytes_text(largest)} is more than {memory[1]}")
+                          f"{bytes_text(largest)} is more than {memory[1]}")
     for p in placements:            # numactl --membind: a full node fails instead of spilling
         bound = sum(topo.memory_mb.get(n, 0) for n in p.memory.nodes) << 20
         if p.memory.policy == "membind" and 0 < bound < largest:
             raise ConfigError(where, f"{entry}.args[{at['--sizes'] + 1}]", f"--sizes {text}: a buffer of "
-                              f"{_bytes_text(largest)} is more than the {_bytes_text(bound)} of node "
+                              f"{bytes_text(largest)} is more than the {bytes_text(bound)} of node "
                               f"{format_cpulist(p.memory.nodes)} of platform {topo.name}, which placement "
                               f"{p.id} binds it to (numactl --membind fails instead of spilling)")
     from numaplace.kinds import kind
@@ -292,7 +292,7 @@ def check_args(args, benches, placements, topo, config, where, entry):
                               f"past run.timeout {timeout:g} s: it would time out; lower --reps, "
                               "--min-time or --sizes, or raise run.timeout")
 
-COMMON_FLAGS = {"--sizes": _sizes, "--min-time": _positive, "--reps": _whole(1, INT_MAX), "--hugepages": None,
+COMMON_FLAGS = {"--sizes": _sizes, "--min-time": _positive, "--reps": whole(1, INT_MAX), "--hugepages": None,
                 "--flush": None, "--cpus": _cpu_ids}
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from numaplace.kinds import register
 from numaplace.kinds.memory import record_rows
-from numaplace.kinds.microbench import COMMON_FLAGS, MicroBench, _choice, _whole
+from numaplace.kinds.microbench import COMMON_FLAGS, MicroBench, choice, whole
 
 OPS = ("copy", "scale", "add", "triad")
 COLUMNS = ["op", "size_bytes", "threads", "placement_id", "placement", "init", "rep", "sample", "value",
@@ -29,8 +29,8 @@ def _ops(text):
 
 
 class Stream(MicroBench):
-    flags = {**COMMON_FLAGS, "--init": _choice("parallel", "serial"), "--ops": _ops,
-             "--reps": _whole(1, 200)}          # stream.c's cap: each repetition multiplies the values by 15
+    flags = {**COMMON_FLAGS, "--init": choice("parallel", "serial"), "--ops": _ops,
+             "--reps": whole(1, 200)}          # stream.c's cap: each repetition multiplies the values by 15
     tables = {"stream": "stream.csv: STREAM copy/scale/add/triad MB/s per kernel, size, placement and repetition"}
     figures = {"stream_bandwidth": "STREAM: bandwidth per kernel and placement"}
 

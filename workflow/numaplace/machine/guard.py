@@ -34,7 +34,7 @@ def lock_path():
     return base / LOCK_NAME
 
 
-def _open_lock(path):
+def open_lock(path):
     # read-only, so that a lock file created by root still serves other users
     path = Path(path or lock_path())
     try:
@@ -46,7 +46,7 @@ def _open_lock(path):
 def try_machine_lock(path=None):
     """The machine's measurement lock, taken now if it is free (its fd, to hand to
     machine_lock), else None."""
-    fd = _open_lock(path)
+    fd = open_lock(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd
@@ -59,7 +59,7 @@ def try_machine_lock(path=None):
 def machine_lock(path=None, held=None):
     """Hold the machine's measurement lock; yields the seconds spent waiting for it.
     `held`: the fd of a lock try_machine_lock already took (released here at the end)."""
-    fd = held if held is not None else _open_lock(path)
+    fd = held if held is not None else open_lock(path)
     try:
         t0 = time.monotonic()
         if held is None:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from numaplace import ConfigError
 from numaplace.core.cpulist import format_cpulist
-from numaplace.machine.platform_detect import NAME, _hwloc_cpuset, platform_body
+from numaplace.machine.platform_detect import NAME, hwloc_cpuset, platform_body
 
 MAX_BYTES = 64 * 1024 * 1024
 CPU_SUBTYPES = ("", "DRAM")                  # a node with one of these may own its cpuset's CPUs
@@ -182,7 +182,7 @@ def convert(path, name):
         if o.get("os_index") is None:
             _fail(path, "a NUMANode without os_index")
         nodes.append({"id": int(o.get("os_index")), "gp": _int(o.get("gp_index"), None),
-                      "subtype": o.get("subtype") or "", "cpuset": frozenset(_hwloc_cpuset(o.get("cpuset") or "0x0")),
+                      "subtype": o.get("subtype") or "", "cpuset": frozenset(hwloc_cpuset(o.get("cpuset") or "0x0")),
                       "memory_mb": _int(o.get("local_memory")) // 2 ** 20})
     if not nodes:
         _fail(path, "no NUMANode object: not a NUMA topology hwloc could describe (or not lstopo's XML)")

@@ -39,7 +39,7 @@ def smt_siblings(cpu_root):
     return sorted(sets, key=lambda s: parse_cpulist(s)[0])
 
 
-def _hwloc_cpuset(text):
+def hwloc_cpuset(text):
     """hwloc's cpuset '0x00000003,0xffffffff' (32-bit words, most significant first) → CPUs.
     An empty word is a zero word ('0x000000ff,,,0x0', hwloc 2's XML); a leading '0xf...f'
     (an infinite set, hwloc 1's allowed sets) counts as one full word."""
@@ -64,7 +64,7 @@ def hwloc_nodes():
     for m in re.finditer(r'<object type="NUMANode"([^>]*)>', xml):
         attrs = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
         if "os_index" in attrs and "cpuset" in attrs:
-            nodes[int(attrs["os_index"])] = _hwloc_cpuset(attrs["cpuset"])
+            nodes[int(attrs["os_index"])] = hwloc_cpuset(attrs["cpuset"])
     return (ver[-1] if ver else "?"), nodes
 
 

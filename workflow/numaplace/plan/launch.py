@@ -127,6 +127,7 @@ class Launcher:
     short = ""                     # its part of a placement id
     default_binding = "process"
     on_measured_node = True        # False: the run executes elsewhere (no local capture)
+    tools = ()                     # programs it runs on this machine, looked for before the first job
 
     def cannot_express(self, p):
         """None, or why this launcher cannot apply placement p."""
@@ -157,6 +158,7 @@ class Launcher:
 class Taskset(Launcher):
     name = "taskset"
     short = "ts"
+    tools = ("taskset",)
 
     def cannot_express(self, p):
         if p.memory.policy != "local":
@@ -169,6 +171,7 @@ class Taskset(Launcher):
 class Numactl(Launcher):
     name = "numactl"
     short = "nc"
+    tools = ("numactl",)
 
     @staticmethod
     def memory_option(p):
@@ -204,6 +207,7 @@ class Aprun(Launcher):
     short = "ap"
     default_binding = "threads"
     on_measured_node = False       # ALPS starts the process on a compute node
+    tools = ("aprun",)             # numactl, composed after it, runs on the compute node
 
     def cannot_express(self, p):
         if p.binding != "threads":
@@ -238,6 +242,15 @@ class OpenMP(Launcher):
 
 
 LAUNCHERS = {cls.name: cls() for cls in (Taskset, Numactl, Aprun, OpenMP)}
+
+
+def missing_tools(launchers, which=None):
+    """One line per tool a launcher needs that is not on PATH here ([] when all are)."""
+    import shutil
+    which = which or shutil.which
+    return [f"launcher {name} needs {tool}, which is not on PATH here (Debian: apt-get install "
+            f"{'util-linux' if tool == 'taskset' else tool}); nothing was run"
+            for name in sorted(set(launchers)) for tool in LAUNCHERS[name].tools if not which(tool)]
 
 
 def command(p, binary):

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from numaplace.core.stats import mann_whitney_p
-from numaplace.core.text import counted
+from numaplace.core.text import byte_size_text, counted, percent_text, seconds_text
 from numaplace.kinds import matrix_kinds
 from numaplace.machine.system import REPORTED
 
@@ -76,7 +76,6 @@ def knees(memory):
 
 def fingerprint(s):
     """The machine of one study as measured (fingerprints.csv's row)."""
-    from numaplace.kinds.memory import _size
     t = s.tables
     matrix, memory, runs = t.get("memory_matrix"), t.get("memory"), t["runs"]
     nodes = s.topology.get("nodes") or {}
@@ -108,8 +107,8 @@ def fingerprint(s):
         caches = memory[["cache_l1d", "cache_l2", "cache_l3"]].dropna(how="all")
         if len(caches):
             c = caches.iloc[0]
-            row["caches_sysfs"] = " ".join(f"{k[6:]}:{_size(v)}" for k, v in c.items() if pd.notna(v) and v)
-        row["latency_knees"] = " ".join(_size(k) for k in knees(memory))
+            row["caches_sysfs"] = " ".join(f"{k[6:]}:{byte_size_text(v)}" for k, v in c.items() if pd.notna(v) and v)
+        row["latency_knees"] = " ".join(byte_size_text(k) for k in knees(memory))
     row.update(firmware_columns(getattr(s, "firmware", None), matrix))
     current = runs[runs["current"].astype(bool)] if len(runs) else runs
     for k in SETTINGS:
@@ -254,7 +253,6 @@ def _md(df, cols):
 
 def compare(results_dirs, out_dir):
     """Write the comparison (see the module) into out_dir; return the lines for the terminal."""
-    from numaplace.report.summary import _pct, _s
     studies = [Compared(d) for d in results_dirs]
     names = [s.name for s in studies]
     if len(set(names)) < len(names):                 # two checkouts' studies of one name
@@ -273,7 +271,7 @@ def compare(results_dirs, out_dir):
     lines = [f"compared {len(studies)} studies: {', '.join(s.name for s in studies)} (against {studies[0].name})"]
     for r in changed.to_dict("records"):
         lines.append(f"{str(r['bench']).upper()}.{r['class']} {r['variant']} {int(r['threads'])} threads, "
-                     f"{r['placement']}: {r['study']} {_pct(r['change_pct'])} ({_s(r['time_median_s'])} s), "
+                     f"{r['placement']}: {r['study']} {percent_text(r['change_pct'])} ({seconds_text(r['time_median_s'])} s), "
                      f"beyond noise" + (f", p {r['mwu_p']:.3g}" if pd.notna(r["mwu_p"]) else ""))
     if len(side) and not len(changed):
         lines.append(f"no shared placement changed beyond noise ({side['placement_id'].nunique()} placements "
@@ -301,24 +299,24 @@ def compare(results_dirs, out_dir):
     md += ["## What changed beyond noise", "",
            f"Against {studies[0].name}: the min–max ranges do not overlap (p: Mann-Whitney, 3 or more runs a side).", ""]
     md += [_md(changed, [("bench", "bench"), ("class", "class"), ("variant", "variant"), ("threads", "threads"),
-                         ("placement", "placement"), ("study", "study"), ("median (s)", lambda r: _s(r["time_median_s"])),
-                         ("change", lambda r: _pct(r["change_pct"])),
+                         ("placement", "placement"), ("study", "study"), ("median (s)", lambda r: seconds_text(r["time_median_s"])),
+                         ("change", lambda r: percent_text(r["change_pct"])),
                          ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{r['mwu_p']:.3g}")])
            if len(changed) else "Nothing.", ""]
     md += ["## Best placement per study", ""]
     md += [_md(best, [("bench", "bench"), ("class", "class"), ("variant", "variant"), ("threads", "threads"),
-                      ("study", "study"), ("best", "best"), ("median (s)", lambda r: _s(r["best_median_s"])),
-                      ("worst", "worst"), ("median (s)", lambda r: _s(r["worst_median_s"])),
-                      ("improvement", lambda r: _pct(r["improvement_pct"])), ("beyond noise", "differs")])
+                      ("study", "study"), ("best", "best"), ("median (s)", lambda r: seconds_text(r["best_median_s"])),
+                      ("worst", "worst"), ("median (s)", lambda r: seconds_text(r["worst_median_s"])),
+                      ("improvement", lambda r: percent_text(r["improvement_pct"])), ("beyond noise", "differs")])
            if len(best) else "No case of any study has two placements with an ok run.", ""]
     md += ["## The same placements side by side", ""]
     for case, name in figures:
         md += [f"![{name}]({name})", ""]
     if len(side):
         md += [_md(side, [("bench", "bench"), ("class", "class"), ("threads", "threads"), ("placement", "placement"),
-                          ("study", "study"), ("n", "n"), ("median (s)", lambda r: _s(r["time_median_s"])),
-                          ("min", lambda r: _s(r["time_min_s"])), ("max", lambda r: _s(r["time_max_s"])),
-                          ("change", lambda r: _pct(r["change_pct"])), ("beyond noise", "beyond_noise")]), ""]
+                          ("study", "study"), ("n", "n"), ("median (s)", lambda r: seconds_text(r["time_median_s"])),
+                          ("min", lambda r: seconds_text(r["time_min_s"])), ("max", lambda r: seconds_text(r["time_max_s"])),
+                          ("change", lambda r: percent_text(r["change_pct"])), ("beyond noise", "beyond_noise")]), ""]
     text = "\n".join(md)
     (out_dir / "compare.md").write_text(text)
     _html(text, out_dir)
@@ -327,8 +325,8 @@ def compare(results_dirs, out_dir):
 
 def _html(text, out_dir):
     import markdown
-    from numaplace.report.html import _embed_images
-    body = _embed_images(markdown.markdown(text, extensions=["tables"]), out_dir)
+    from numaplace.report.html import embed_images
+    body = embed_images(markdown.markdown(text, extensions=["tables"]), out_dir)
     style = ("body{font-family:sans-serif;max-width:78rem;margin:2rem auto;padding:0 1rem}"
              "table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;padding:.2rem .4rem}"
              "img{max-width:100%}")

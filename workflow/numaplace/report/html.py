@@ -25,7 +25,7 @@ TABLE_ROWS_SHOWN = 50          # rows of a table shown in the page (the CSV next
 MIME = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg"}
 
 
-def _embed_images(body, base):
+def embed_images(body, base):
     """<img src="figures/..."> of the rendered summary → data: URIs (files under base)."""
     def inline(m):
         src = html.unescape(m.group(2))
@@ -59,7 +59,7 @@ def write_html(out, tables_dir, summary_md, study, description=None, plan_rows=N
     # the summary's own title and answer lead the page already: the summary from its next section
     first = text.find("\n## ", text.find("## The answer") + 1) if "## The answer" in text else -1
     body = markdown.markdown(text if first < 0 else text[first:], extensions=["tables"])
-    body = _embed_images(body, summary_md.parent)
+    body = embed_images(body, summary_md.parent)
     tables = [_table(tables_dir / f"{name}.csv", caption,
                      Path(_relpath(tables_dir / f"{name}.csv", out.parent)).as_posix())
               for name, caption in table_captions().items()]

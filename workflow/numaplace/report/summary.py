@@ -15,7 +15,7 @@ from numaplace.judge.fidelity import thresholds_of
 from numaplace.tables import aggregate
 from numaplace.figures import plots
 from numaplace.report.machine import MACHINE_FILE, facts_line, machine_lines, node_matrices
-from numaplace.core.text import counted
+from numaplace.core.text import counted, percent_text, seconds_text
 
 LIST_MAX = 200          # rows listed per section of summary.md (the CSVs hold them all)
 
@@ -44,13 +44,8 @@ def md_table(df, columns):
     return "\n".join(lines)
 
 
-def _s(x):
-    """A time in seconds as NPB prints it (two decimals)."""
-    return "" if pd.isna(x) else f"{float(x):.2f}"
 
 
-def _pct(x):
-    return "" if pd.isna(x) else f"{float(x):.1f}%"
 
 
 def _short(text, width=200):
@@ -78,7 +73,7 @@ def _cost(r):
         return "one placement: nothing to compare"
     if _truthy(r["below_resolution"]):
         return "below resolution"
-    return _pct(r["improvement_pct"])
+    return percent_text(r["improvement_pct"])
 
 
 def answer_rows(best_worst, summary=None):
@@ -259,9 +254,9 @@ def _best_worst_markdown(bw):
     return out + [md_table(bw, [
         ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
         ("threads", "threads"), ("best placement", "best_placement"),
-        ("median (s)", lambda r: _s(r["best_median_s"])), ("n", "best_n"),
+        ("median (s)", lambda r: seconds_text(r["best_median_s"])), ("n", "best_n"),
         ("worst placement", lambda r: "" if _one(r) else r["worst_placement"]),
-        ("median (s)", lambda r: "" if _one(r) else _s(r["worst_median_s"])),
+        ("median (s)", lambda r: "" if _one(r) else seconds_text(r["worst_median_s"])),
         ("n", lambda r: "" if _one(r) else r["worst_n"]), ("improvement", _cost),
         ("beyond noise", lambda r: "" if _one(r) else r["differs"]),
         ("p", lambda r: "" if pd.isna(r["mwu_p"]) else f"{float(r['mwu_p']):.3g}"),
@@ -290,8 +285,8 @@ def explain_markdown(ex):
         out += ["Placements the model does not explain:", "", md_table(m, [
             ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("threads", "threads"),
             ("placement", "placement"), ("threads per node", "thread_nodes"), ("pages per node", "page_shares"),
-            ("measured (s)", lambda r: _s(r["time_median_s"])), ("line (s)", lambda r: _s(r["fitted_s"])),
-            ("off", lambda r: _pct(r["off_pct"])), ("what the records saw", "cause")]) + more, ""]
+            ("measured (s)", lambda r: seconds_text(r["time_median_s"])), ("line (s)", lambda r: seconds_text(r["fitted_s"])),
+            ("off", lambda r: percent_text(r["off_pct"])), ("what the records saw", "cause")]) + more, ""]
     return out
 
 
@@ -342,7 +337,7 @@ def counters_markdown(runs):
         predicted = g["predicted_remote_share"].astype(float).dropna()
         pred = float(predicted.median()) if len(predicted) else None
         rows.append({**{k: g[k].iloc[0] for k in keys}, "placement": g["placement"].iloc[0], "n": len(g),
-                     "counted": _pct(100 * counted), "predicted": "" if pred is None else _pct(100 * pred),
+                     "counted": percent_text(100 * counted), "predicted": "" if pred is None else percent_text(100 * pred),
                      "off": "" if pred is None else f"{100 * (counted - pred):+.1f} points"})
     events = ", ".join(sorted(ok["counted_events"].dropna().astype(str).unique()))
     out = ["## Where the accesses went: counted against predicted", "",
@@ -379,9 +374,9 @@ def _per_placement_markdown(summary):
     return out + [md_table(s, [
         ("bench", lambda r: str(r["bench"]).upper()), ("class", "class"), ("variant", "variant"),
         ("threads", "threads"), ("placement", "placement"), ("n", "n"), ("failed", "n_failed"),
-        ("min", lambda r: _s(r["time_min_s"])), ("median", lambda r: _s(r["time_median_s"])),
-        ("mean", lambda r: _s(r["time_mean_s"])), ("max", lambda r: _s(r["time_max_s"])),
-        ("CV", lambda r: _pct(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
+        ("min", lambda r: seconds_text(r["time_min_s"])), ("median", lambda r: seconds_text(r["time_median_s"])),
+        ("mean", lambda r: seconds_text(r["time_mean_s"])), ("max", lambda r: seconds_text(r["time_max_s"])),
+        ("CV", lambda r: percent_text(100 * r["time_cv"]) if pd.notna(r["time_cv"]) else ""),
         ("drift", lambda r: r["n_drift"] or "")]) + more, ""]
 
 
@@ -414,7 +409,7 @@ def _flagged_runs(runs):
     if len(shared):
         shared, more = _limited(shared, "runs")
         out += [md_table(shared, [("run", "run_id"), ("attempt", "attempt"), ("placement", "placement"),
-                                  ("foreign share", lambda r: _pct(100 * float(r["foreign_load_share"])))])
+                                  ("foreign share", lambda r: percent_text(100 * float(r["foreign_load_share"])))])
                 + more, ""]
     else:
         out += ["None.", ""]

@@ -83,8 +83,8 @@ def _stop_on_signals():
     import threading
     if threading.current_thread() is not threading.main_thread():
         return {}
-    from numaplace.run.runner import _interrupt
-    return {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    from numaplace.run.runner import on_interrupt
+    return {sig: signal.signal(sig, on_interrupt) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 
 
 def _watch_snakemake():
@@ -124,7 +124,7 @@ def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None, 
     naming it), never measures on its own."""
     import fcntl
     import time
-    from numaplace.machine.guard import _open_lock
+    from numaplace.machine.guard import open_lock
     from numaplace.run.runner import Interrupted, execute_build, now
     results_dir, chunk = Path(results_dir), dict(chunk or {})
     record_of = {r["spec"]["run_id"]: results_dir / "runs" / r["spec"]["run_id"] / "record.json" for r in runs}
@@ -134,7 +134,7 @@ def measure_chunk(runs, results_dir, ledger, chunk=None, say=None, decide=None, 
     watch = _watch_snakemake()
     fd = None
     try:
-        fd = _open_lock(None)
+        fd = open_lock(None)
         t0 = time.monotonic()
         fcntl.flock(fd, fcntl.LOCK_EX)              # the machine, for the whole chunk
         waited = {"lock_wait_s": round(time.monotonic() - t0, 3)}

@@ -70,7 +70,7 @@ class Interrupted(Exception):
     pass
 
 
-def _interrupt(signum, frame):
+def on_interrupt(signum, frame):
     raise Interrupted(f"signal {signum}")
 
 
@@ -141,7 +141,7 @@ def execute(spec, binary, record_path, window=None, held_lock=None, probed=None,
     # Snakemake stops jobs with SIGTERM/SIGINT: kill the benchmark, leave no record.
     # Handlers and CPU affinity are the caller's again afterwards.
     sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, _interrupt) for sig in sigs}
+    previous = {sig: signal.signal(sig, on_interrupt) for sig in sigs}
     own_cpus = window.affinity if window else os.sched_getaffinity(0)
     try:
         # No other measured run on this machine meanwhile: the lock spans the study's
