@@ -22,9 +22,10 @@ import re
 from pathlib import Path
 
 from numaplace import ConfigError
+from numaplace.kinds import KINDS
 
-ARRAYS = {"CG": ("colidx", "rowstr", "iv", "arow", "acol", "v", "aelt", "a", "x", "z", "p", "q", "r"),
-          "MG": ("u", "v", "r")}
+# the kinds' own lists (Kind.serial_init_arrays): kernel folder -> arrays
+ARRAYS = {k.name.upper(): k.serial_init_arrays for k in KINDS.values() if k.serial_init_arrays}
 MARK = "numaplace serial-init"
 
 
@@ -143,7 +144,7 @@ def transform_tree(tree):
     tree = Path(tree)
     version = tree_version(tree)
     done = {}
-    for kernel in ("CG", "MG"):
+    for kernel in ARRAYS:
         if version == "3.4":
             done[kernel] = transform_34(tree / kernel / f"{kernel.lower()}_data.f90", kernel)
         else:

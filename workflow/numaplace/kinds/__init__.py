@@ -53,6 +53,9 @@ class Kind:
     # a control (EP: no memory traffic): the answer's words on what a placement effect on it
     # means (the machine's or noise, not memory placement); no best placement is recommended
     control = None
+    # the arrays a serial-init build of NASA's tree zeroes on the master thread before the
+    # parallel first touch (numaplace.builds.serial_init; allocation order of NPB's source)
+    serial_init_arrays = ()
     tables: dict = {}          # its own tables: name → caption (results/<study>/tables/<name>.csv)
     figures: dict = {}         # its own figures: name → title (report/<study>/figures/<name>/)
 
@@ -136,6 +139,12 @@ class Kind:
         numaplace.record.store.Record: the typed view of a record), judged under the study's fidelity
         thresholds (the schema's `fidelity` section, defaults filled in)."""
         return {}
+
+    def figure_size(self, runs, cfg, char_in):
+        """(width, height, what makes it tall) in inches of its own largest figure for these
+        runs (the study's figures settings cfg, char_in inches a label character), or None;
+        checked before the study runs (numaplace.plan.checks.check_figures)."""
+        return None
 
     def draw(self, tables, writer):
         """Draw its own figures from every table ({name: DataFrame}) with writer.save."""

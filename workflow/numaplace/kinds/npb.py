@@ -29,8 +29,10 @@ class NPBKernel(Kind):
     classes = ("S", "W", "A", "B", "C")
     variants = ("default", "serial-init", "mcmodel-medium")
 
-    def __init__(self, name, title, cost, mops_1t, efficiency, init_share, working_set_mb, explain=None):
+    def __init__(self, name, title, cost, mops_1t, efficiency, init_share, working_set_mb, explain=None,
+                 serial_init_arrays=()):
         self.name, self.title, self._cost, self.explain = name, title, cost, explain
+        self.serial_init_arrays = serial_init_arrays
         self.mops_1t, self.efficiency, self.init_share = mops_1t, efficiency, init_share
         self._working_set_mb = working_set_mb
 
@@ -85,7 +87,10 @@ MG_EXPLAIN = ExplainModel("membw", mg_shared_share, contends=True)
 
 register(NPBKernel("cg", "NPB CG", {"S": (1, 8), "W": (5, 16), "A": (15, 60), "B": (600, 420),
                                     "C": (1800, 1100)}, mops_1t=1840.0, efficiency=0.9, init_share=0.15,
-                   working_set_mb={"S": 5, "W": 17, "A": 50, "B": 344, "C": 891}, explain=CG_EXPLAIN))
+                   working_set_mb={"S": 5, "W": 17, "A": 50, "B": 344, "C": 891}, explain=CG_EXPLAIN,
+                   serial_init_arrays=("colidx", "rowstr", "iv", "arow", "acol", "v", "aelt", "a", "x", "z",
+                                       "p", "q", "r")))
 register(NPBKernel("mg", "NPB MG", {"S": (1, 8), "W": (10, 60), "A": (30, 460), "B": (120, 460),
                                     "C": (900, 3500)}, mops_1t=5830.0, efficiency=0.8, init_share=0.10,
-                   working_set_mb={"S": 5, "W": 58, "A": 435, "B": 435, "C": 3480}, explain=MG_EXPLAIN))
+                   working_set_mb={"S": 5, "W": 58, "A": 435, "B": 435, "C": 3480}, explain=MG_EXPLAIN,
+                   serial_init_arrays=("u", "v", "r")))

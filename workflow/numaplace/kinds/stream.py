@@ -60,6 +60,20 @@ class Stream(MicroBench):
         return ok.groupby(["size_bytes", "op", "placement_id", "placement", "init"])["value"].agg(
             ["median", "min", "max", "count"]).reset_index()
 
+    def figure_size(self, runs, cfg, char_in):
+        # draw's layout: a bar per placement and kernel, 0.45 in a pair; labels not wrapped
+        rows, ops = set(), 0
+        for r in runs:
+            args = list(r.args)
+            value = (lambda f: args[args.index(f) + 1] if f in args and args.index(f) + 1 < len(args) else None)
+            rows.add((r.placement.shape or r.placement.id, value("--init") == "serial"))
+            ops = max(ops, len(str(value("--ops")).split(",")) if value("--ops") else 4)
+        if not rows:
+            return None
+        longest = max(len(label) + len(", serial init") * serial for label, serial in rows)
+        return (cfg["width"] + longest * char_in, 1.2 + 0.45 * len(rows) * ops / 2,
+                f"stream's figure: {len(rows)} placements x {ops} kernels at 0.45 in a pair")
+
     def draw(self, tables, w):
         import matplotlib.pyplot as plt
         import numpy as np

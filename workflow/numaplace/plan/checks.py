@@ -206,14 +206,8 @@ def largest_figure(cfg, topo, runs):
     and memory_plots would draw for these runs (their layout rules, in brief)."""
     cases, threads, both, label_len = {}, {}, {}, {}
     matrix = False
-    stream_rows, stream_ops = set(), 0
     for r in runs:
         p = r.placement
-        if r.bench == "stream":                 # kinds/stream.py draw: a bar per placement and kernel
-            args = list(r.args)
-            value = (lambda f: args[args.index(f) + 1] if f in args and args.index(f) + 1 < len(args) else None)
-            stream_rows.add((p.shape or p.id, value("--init") == "serial"))
-            stream_ops = max(stream_ops, len(str(value("--ops")).split(",")) if value("--ops") else 4)
         if not kind(r.bench).compared:
             matrix = matrix or p.id.startswith("mx-")
             continue
@@ -237,12 +231,11 @@ def largest_figure(cfg, topo, runs):
         n = _drawn(pairs, 2 * k)
         tall.append((1.4 + 0.75 * n + 0.2 * n * (lines - 1), f"{n} serial-init rows"))
     width = cfg["width"] + min(cfg["label_width"], longest) * LABEL_CHAR_IN
-    if stream_rows:                             # its labels are not wrapped
-        n = len(stream_rows)
-        tall.append((1.2 + 0.45 * n * stream_ops / 2, f"stream's figure: {n} placements x {stream_ops} kernels "
-                     "at 0.45 in a pair"))
-        longest_stream = max(len(label) + len(", serial init") * serial for label, serial in stream_rows)
-        width = max(width, cfg["width"] + longest_stream * LABEL_CHAR_IN)
+    for k in {kind(r.bench) for r in runs}:     # a kind's own figures (Kind.figure_size)
+        own = k.figure_size([r for r in runs if r.bench == k.name], cfg, LABEL_CHAR_IN)
+        if own:
+            width = max(width, own[0])
+            tall.append(own[1:])
     if matrix:                                  # memory_plots' heatmaps: 0.7 in a node
         n = len(topo.node_ids)
         width = max(width, 1.6 + 0.7 * n)
