@@ -168,7 +168,10 @@ def test_loaded_latency_with_the_load_on_each_node(vm):
             nodes = [int(n) for n in r["thread_nodes"].split(",")]
             assert nodes[0] == 0
             if r["delay"] >= 0:
-                assert nodes[1:] == [k] * len(loaders), (rid, r["thread_nodes"])
+                # -1: a loader not started by the repetition's end (TCG vCPUs on busy host
+                # cores), which the run itself counts as a loader that drew nothing
+                assert set(nodes[1:]) <= {k, -1} and len(nodes) == 1 + len(loaders), (rid, r["thread_nodes"])
+                assert -1 not in nodes or r["load_active"] < r["load_threads"], (rid, r)
         by_delay = {r["delay"]: r["load_mbps"] for r in results}
         assert by_delay[-1] == 0 and by_delay[0] > 2 * by_delay[4000] > 0, (rid, by_delay)
         load_nodes.add(k)

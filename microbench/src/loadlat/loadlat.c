@@ -216,7 +216,7 @@ int main(int argc, char **argv)
                         __atomic_store_n(&state, ++run, __ATOMIC_RELEASE);
                         mb_timed_chase(buf, steps);                 /* untimed: the loaders ramp up */
                     }
-                    char cpus[8192] = "", nodes[8192] = "";
+                    char cpus[8192], nodes[8192];
                     for (int r = 0; r < o.reps; r++) {
                         int cpu, node, after, dummy;
                         mb_where(&cpu, &node);
@@ -230,8 +230,10 @@ int main(int argc, char **argv)
                             r--;
                             continue;
                         }
-                        if (!cpus[0]) {            /* every thread's CPU and node, loaders as they started */
+                        {   /* every thread's CPU and node, loaders as they started; per repetition,
+                               so a loader not yet started (-1) is one whose repetition lacks its load */
                             size_t lc = 0, ln = 0;
+                            cpus[0] = nodes[0] = '\0';
                             for (int t = 0; t < nthreads; t++) {
                                 int tc = t ? (p >= 0 ? loader_cpu[t] : -1) : cpu, tn = t ? (p >= 0 ? loader_node[t] : -1) : node;
                                 lc += (size_t)snprintf(cpus + lc, sizeof cpus - lc, "%s%d", t ? "," : "", tc);
