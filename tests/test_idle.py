@@ -133,6 +133,38 @@ def test_busy_shares_over_an_open_window_wait_only_for_the_rest_of_it(monkeypatc
     assert clock.slept[-1] == 0.0                     # opened long ago: no wait at all
 
 
+def own_times(monkeypatch, *seconds):
+    """os.times of this process: user time `seconds` (one value per call), the rest 0."""
+    it = iter(seconds)
+    monkeypatch.setattr(idle.os, "times", lambda: type("T", (), {
+        "user": next(it), "system": 0.0, "children_user": 0.0, "children_system": 0.0})())
+
+
+def test_the_starts_busy_check_takes_numaplaces_own_work_off(monkeypatch, clock):
+    """The workflow's start reads the load over the window it spent reading the study:
+    of 2 CPUs x 30 jiffies, 40 busy, 0.3 s of them its own: the others took 10 of 60."""
+    monkeypatch.setattr(idle, "CLK_TCK", 100)
+    fake_proc_stat(monkeypatch, stat_text((0,) * 10, (0,) * 10),
+                   stat_text((20, 0, 0, 10, 0, 0, 0, 0, 0, 0), (20, 0, 0, 10, 0, 0, 0, 0, 0, 0)))
+    own_times(monkeypatch, 1.0, 1.3)
+    window = idle.LoadWindow()
+    clock.now += 0.4                                    # the study read, the DAG built
+    assert window.foreign_busy([0, 1], 0.3) == pytest.approx(10 / 60, abs=1e-3)
+    assert clock.slept == [0.0]                         # long enough: no wait of its own
+
+
+def test_the_starts_busy_check_never_reads_below_zero_and_waits_out_a_short_window(monkeypatch, clock):
+    """Its own time counted to more than the CPUs' busy jiffies (a tick's rounding): 0, not
+    negative; a window 0.1 s old waits 0.2 s more for its 0.3 s."""
+    monkeypatch.setattr(idle, "CLK_TCK", 100)
+    fake_proc_stat(monkeypatch, stat_text((0,) * 10), stat_text((9, 0, 0, 21, 0, 0, 0, 0, 0, 0)))
+    own_times(monkeypatch, 0.0, 0.1)
+    window = idle.LoadWindow()
+    clock.now += 0.1
+    assert window.foreign_busy([0], 0.3) == 0.0
+    assert clock.slept == [pytest.approx(0.2)]
+
+
 # -- moving off the run's CPUs ------------------------------------------------------------
 
 @pytest.fixture

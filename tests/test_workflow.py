@@ -183,6 +183,26 @@ def test_busy_machine_is_refused_or_flagged(npb_build, tmp_path):
     assert flagged["status"] == "ok" and flagged["idle"]["idle"] is False
 
 
+def test_a_busy_machine_is_said_before_any_run_and_when_busy_stop_runs_nothing(repo, tmp_path):
+    """A CPU hog on every CPU the workflow may use: its start says the machine is busy
+    from the load it watched while reading the study (numaplace's own work taken off),
+    and run.when_busy: stop ends it there, before any build or run."""
+    wf = copy_workflow(repo, tmp_path / "wf")
+    study = {**JUDGED, "study": "busy", "run": {"when_busy": "stop"}}
+    (wf / "busy.yaml").write_text(yaml.safe_dump(study))
+    hogs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
+            for c in sorted(os.sched_getaffinity(0))]
+    try:
+        time.sleep(0.3)
+        r = snakemake(wf, "--config", "study=busy.yaml", check=False)
+    finally:
+        for hog in hogs:
+            hog.kill()
+    assert r.returncode != 0, r.out[-3000:]
+    assert "this machine is busy" in r.out and "run.when_busy: stop: nothing was run" in r.out, r.out[-3000:]
+    assert not (wf / "results/build").exists() and not list(wf.glob("results/busy/runs/*"))
+
+
 JUDGED = {"study": "judged", "platform": "auto", "benchmarks": ["cg"], "classes": ["W"], "variants": ["default"],
           "repetitions": 1, "launcher": "numactl", "run": {"idle_check": "off"},
           "experiments": [{"name": "one", "placements": [{"cpus": "0", "id": "n0"}]}]}

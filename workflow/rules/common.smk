@@ -6,6 +6,12 @@ import sys
 from glob import glob
 from pathlib import Path
 
+from numaplace.machine.idle import LoadWindow
+
+# the machine's load, watched from here on: onstart's busy check reads it without a wait
+# of its own (numaplace itself works meanwhile: its own CPU time is taken off)
+_LOAD_WINDOW = LoadWindow()
+
 from numaplace import ConfigError
 from numaplace.cluster import resources as cluster
 from numaplace.core.artifacts import ANSWER_FILE, NOT_APPLICABLE, PLAN_ESTIMATE
@@ -278,7 +284,7 @@ def start_of_workflow():
     # a busy machine is said (and waited for, or refused, as the study says) before any run
     to_measure = runs_requested() and any(not os.path.exists(ledger) for ledger in LEDGERS)
     if to_measure and setting("platform", STUDY.config) == "auto" and not budget.wait_for_quiet(
-            Section("run", STUDY.config.get("run")), logger.warning):
+            Section("run", STUDY.config.get("run")), logger.warning, budget.load_since(_LOAD_WINDOW)):
         sys.exit(1)
     # the launchers' tools, before the first job here (a cluster's are on its nodes)
     if to_measure and (workflow.executor_plugin is None or workflow.local_exec):

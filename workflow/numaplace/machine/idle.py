@@ -64,6 +64,31 @@ def cpu_busy(seconds=IDLE_WINDOW_S, since=None):
     return {c: round((b[c][0] - a[c][0]) / max(b[c][1] - a[c][1], 1), 3) for c in b if c in a}
 
 
+def own_cpu_s():
+    """CPU seconds this process (every thread) and its reaped children have spent."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class LoadWindow:
+    """The machine's load over a window in which numaplace itself works (the workflow
+    reading the study and building its DAG): what this process spends meanwhile is taken
+    off the CPUs' busy time, so the window costs no wait of its own when it is long enough."""
+
+    def __init__(self):
+        self.jiffies, self.opened, self.own = cpu_jiffies(), time.monotonic(), own_cpu_s()
+
+    def foreign_busy(self, cpus, seconds):
+        """Share of `cpus`' time that others took since the window opened (made up to
+        `seconds` long): jiffy resolution, this process's own CPU time subtracted."""
+        time.sleep(max(0.0, seconds - (time.monotonic() - self.opened)))
+        b, own = cpu_jiffies(), own_cpu_s() - self.own
+        cpus = [c for c in cpus if c in b and c in self.jiffies]
+        busy = sum(b[c][0] - self.jiffies[c][0] for c in cpus)
+        total = sum(b[c][1] - self.jiffies[c][1] for c in cpus)
+        return round(max(0.0, busy - own * CLK_TCK) / max(total, 1), 3)
+
+
 def idle_check(cpus, busy_max, wait, mode, since=None):
     """(idle?, evidence). With mode refuse, waits up to `wait` seconds for idleness. The
     first window may be one opened earlier (`since`: an IdleWindow)."""

@@ -58,15 +58,25 @@ class Load(NamedTuple):
                 f"{100 * self.busy:.0f} % of their time taken by other processes")
 
 
-def machine_load(seconds=0.3):
+def machine_load(seconds=0.3, since=None):
     """Load of the CPUs this process may use over a short window (numaplace itself sleeps
-    through it), and the load average."""
+    through it; or `since`, a machine.idle.LoadWindow opened earlier, its own work taken
+    off), and the load average."""
     import os
     from numaplace.machine.idle import cpu_busy
     cpus = sorted(os.sched_getaffinity(0))
+    if since is not None:
+        return Load(since.foreign_busy(cpus, seconds), round(os.getloadavg()[0], 2), len(cpus))
     busy = cpu_busy(seconds)
     mine = [busy[c] for c in cpus if c in busy]
     return Load(round(sum(mine) / len(mine), 3) if mine else 0.0, round(os.getloadavg()[0], 2), len(cpus))
+
+
+def load_since(window):
+    """machine_load as wait_for_quiet's load_of: its first look over `window` (opened as the
+    workflow started, so the start costs no wait), every later one a fresh window."""
+    first = [window]
+    return lambda: machine_load(since=first.pop() if first else None)
 
 
 def busy_words(results_dir, busy_max):
