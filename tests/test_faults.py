@@ -396,7 +396,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     key = load_study_file(wf / f"{name}.yaml", wf / "config").build_key()
     build_record = wf / "results/build" / key / "default/bin/cg.S.build.json"
     assert not build_record.exists()
-    with a_run_in_progress(wf, f"bl-run-{who}", seconds=25, who=who) as (p, rundir, binary):
+    with a_run_in_progress(wf, f"bl-run-{who}", seconds=15, who=who) as (p, rundir, binary):
         b = start(wf, f"{name}.yaml", "build", unprivileged=who)
         out_b, _ = b.communicate(timeout=900)
         out_a, _ = p.communicate(timeout=300)
@@ -407,7 +407,7 @@ def test_a_build_waits_for_a_measured_run_of_another_study(wf, who):
     assert build["status"] == "ok", build["reason"]
     assert build["started"] >= run["ended"], (f"the build ({build['started']}..{build['ended']}) overlapped "
                                               f"the measured run ({run['started']}..{run['ended']})")
-    assert run["wall_s"] >= 24, run                 # the wrapped binary really ran (its 25 s sleep)
+    assert run["wall_s"] >= 14, run                 # the wrapped binary really ran (its 15 s sleep)
     assert build["lock_wait_s"] > 1, (build, run["started"], run["ended"], out_b[-3000:])
 
 
@@ -459,7 +459,7 @@ def test_two_checkouts_sharing_results_never_work_on_one_study_at_once(wf, who, 
     other = copy_workflow(REPO, tmp_path / "other")
     (other / "results").symlink_to(wf / "results")
     (other / ".home").mkdir()
-    with a_run_in_progress(wf, name, seconds=20, who=who) as (p, rundir, binary):
+    with a_run_in_progress(wf, name, seconds=12, who=who) as (p, rundir, binary):
         (other / f"{name}.yaml").write_text((wf / f"{name}.yaml").read_text())
         second = snakemake_as(other, who, f"{name}.yaml")
         first_out, _ = p.communicate(timeout=300)

@@ -144,8 +144,11 @@ with system.balancing_for_run({{"numa_balancing": "off"}}, {state!r}, {root!r}):
 
 
 def _hold(tmp_path, r, state):
+    # SIGINT as a terminal's job has it: a suite started in the background (`pytest &`)
+    # hands its children SIGINT ignored, and Python then installs no KeyboardInterrupt
     p = subprocess.Popen([sys.executable, "-c", HOLD.format(state=str(state), root=str(r))],
-                         stdout=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert p.stdout.readline().strip() == "set"
     return p
 
