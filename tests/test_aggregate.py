@@ -346,6 +346,29 @@ def test_median_mops_of_the_ok_runs_that_have_it():
     assert s.loc["a", "mops_median"] == 90.0 and pd.isna(s.loc["b", "mops_median"])
 
 
+def test_a_programs_figure_of_merit_is_the_median_of_its_runs():
+    """A program's figure of merit per placement is the median of its ok runs, as its time
+    is: one run that printed an outlying figure does not move it (1, 2 and 10 GB/s: 2)."""
+    runs = pd.DataFrame([{**run("a", t, rid=f"a.r{i}"), "fom": f}
+                         for i, (t, f) in enumerate(((10.0, 1.0), (10.1, 2.0), (10.2, 10.0)), 1)])
+    (s,) = summary_table(runs).to_dict("records")
+    assert s["fom_median"] == 2.0
+
+
+def test_a_placements_time_resolution_is_the_coarsest_its_runs_printed():
+    """A program that printed one run's time to 0.01 s and another's to 0.0001 s is read to
+    0.01 s: two placements 0.015 s apart are below that resolution, not an effect."""
+    def printed(pid, t, res, i):
+        return {**run(pid, t, rid=f"{pid}.r{i}"), "time_resolution_s": res}
+    runs = pd.DataFrame([printed("a", 1.0, 0.01, 1), printed("a", 1.0, 0.0001, 2),
+                         printed("b", 1.015, 0.0001, 1), printed("b", 1.015, 0.0001, 2)])
+    s = summary_table(runs)
+    assert s.set_index("placement_id")["time_resolution_s"].to_dict() == {"a": 0.01, "b": 0.0001}
+    (bw,) = best_worst_table(s, runs).to_dict("records")
+    assert (bw["best_placement_id"], bw["worst_placement_id"], bw["compared_by"]) == ("a", "b", "time")
+    assert bw["below_resolution"] is True
+
+
 def test_ties_in_time_go_to_the_higher_mops_and_a_placement_without_mops_ranks_last():
     """NPB prints times to 0.01 s: equal medians are told apart by Mop/s (full precision);
     a placement whose runs have no Mop/s is neither the best nor spared being the worst."""

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from numaplace.kinds import kind
-from numaplace.report.answer import kernel_lines, serial_init_lines
+from numaplace.report.answer import case_verdict, cost_interval, kernel_lines, serial_init_lines
 from numaplace.tables.aggregate import best_worst_table, build_tables, summary_table
 
 pytestmark = pytest.mark.unit
@@ -65,6 +65,45 @@ def test_the_serial_initialisation_interval_is_in_order_and_holds_its_cost():
     for line in lines:
         point, lo, hi = _cost_and_interval(line)
         assert lo <= point <= hi, line
+
+
+def test_the_cost_interval_is_of_the_medians_the_cost_is():
+    """The cost printed is 1 - median(worst) / median(best), and its 95 % interval is the
+    bootstrap of that same statistic: one disturbed run of the worst placement (8 Mop/s
+    among 80-87) leaves the median cost at 20 % and its interval around it; an interval of
+    the means would stretch out to the means' 28 % cost, which is not the one printed."""
+    best = [100.0, 101.0, 102.0, 103.0, 104.0, 105.0, 106.0, 107.0, 108.0]
+    worst = [80.0, 81.0, 82.0, 83.0, 84.0, 85.0, 86.0, 87.0, 8.0]
+    cost = 100 * (1 - np.median(worst) / np.median(best))
+    of_means = 100 * (1 - np.mean(worst) / np.mean(best))
+    assert round(cost) == 20 and round(of_means) == 28
+    lo, hi = cost_interval(best, worst)
+    assert lo <= cost <= hi < of_means, (lo, hi)
+
+
+def busy(r, shared):
+    """A run as the runs table has it with fidelity's load check: shared_cpus, and the
+    share of its CPUs' time other load took."""
+    return {**r, "shared_cpus": shared, "foreign_load_share": 0.5 if shared else 0.02}
+
+
+@pytest.mark.parametrize("shared, verdict", [
+    (3, "no conclusion: 3 runs a side, 3 of 6 shared their CPUs (50 % of their time taken by other load)"),
+    (2, "no conclusion: 3 runs a side, 2 of 6 shared their CPUs (50 % of their time taken by other load)"),
+    (1, "beyond noise (1 of 6 shared their CPUs (50 % of their time taken by other load): unreliable)"),
+    (0, "beyond noise"),
+], ids=["all-shared", "two-shared", "one-shared", "none-shared"])
+def test_a_conclusion_needs_two_runs_a_side_that_had_their_cpus_to_themselves(shared, verdict):
+    """3 runs a side, the worst placement's first `shared` runs beside other load: only the
+    quiet runs count toward the two a side a conclusion needs, so with one quiet run (or
+    none) the case leads with 'no conclusion', however far apart the medians are."""
+    runs = pd.DataFrame([busy(run("near", "0-1", t, 2, i), False) for i, t in enumerate((10.0, 10.1, 10.2), 1)]
+                        + [busy(run("far", "2-3", t, 2, i), i <= shared) for i, t in enumerate((12.0, 12.1, 12.2), 1)])
+    summary = summary_table(runs)
+    (line,) = kernel_lines(best_worst_table(summary, runs), summary, runs)
+    assert line.startswith(f"CG class A (default, 2 threads): {verdict}: best cpus 0-1 (10.1 s), "), line
+    near, far = runs[runs["placement_id"] == "near"], runs[runs["placement_id"] == "far"]
+    assert case_verdict({"differs": "yes"}, near, far) == verdict
 
 
 def stream_rows(size, placement, triad, reps=3):

@@ -85,6 +85,35 @@ def test_slurm_forgotten_job_falls_back_to_sacct_then_to_the_plugins_state():
     assert why.slurm_failure("7", "CANCELLED", run, which).cause == "cancelled"
 
 
+# Slurm's own job state names (squeue/sacct JOB STATE CODES) a job ends in, and what each is
+SLURM_END_STATES = {"TIMEOUT": ("timeout", "was killed at its time limit"),
+                    "DEADLINE": ("timeout", "was killed at its time limit"),
+                    "CANCELLED": ("cancelled", "was cancelled"), "PREEMPTED": ("cancelled", "was cancelled"),
+                    "OUT_OF_MEMORY": ("out-of-memory", "was killed for using more than its memory"),
+                    "NODE_FAIL": ("node-failure", "lost its node"), "BOOT_FAIL": ("node-failure", "lost its node"),
+                    "FAILED": ("failed", "failed")}
+
+
+@pytest.mark.parametrize("state", sorted(SLURM_END_STATES))
+def test_each_slurm_end_state_reads_as_its_cause(state):
+    """The state Slurm gives a chunk that ended badly, as the plugin reports it and as
+    scontrol still holds it, is numaplace's cause and words: a chunk whose node died
+    (NODE_FAIL, BOOT_FAIL) lost its node, it did not fail by itself."""
+    cause, words = SLURM_END_STATES[state]
+    scontrol = f"JobId=8 JobState={state} Reason=None ExitCode=0:0 TimeLimit=00:10:00 NodeList=vm MinMemoryNode=1000M"
+    run, which = fake({("scontrol", "show", "job", "-o", "8"): (0, scontrol, "")})
+    f = why.from_plugin_message(f"SLURM-job '8' failed, SLURM status is: '{state}'.", run, which)
+    assert (f.cause, f.job, f.node) == (cause, "8", "vm"), f
+    what, chunk, _ = why.what_of("measure", LEDGER)
+    assert f"(Slurm job 8 on vm) {words}" in why.line(f, what, chunk), why.line(f, what, chunk)
+    assert why.slurm_failure("8", state, *fake({}, tools=())).cause == cause        # Slurm forgot it
+
+
+def test_every_state_numaplace_maps_is_one_slurm_reports():
+    """A state spelt otherwise than Slurm's own never matches: each one mapped is Slurm's."""
+    assert set(why.SLURM_CAUSES) <= set(SLURM_END_STATES)
+
+
 def pbspro_job(**attrs):
     return json.dumps({"Jobs": {"12.srv": {"job_state": "F", **attrs}}})
 

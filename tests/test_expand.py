@@ -73,6 +73,15 @@ def test_spread_the_same_as_compact_is_left_out_and_the_rest_expands():
         ["1 NUMA node: spread 2 would be compact 2", "1 NUMA node: spread 1 would be compact 1"]
 
 
+def test_spread_on_one_cpu_node_beside_a_memory_only_node_is_left_out():
+    """One socket with a CXL memory expander (node 1: memory, no CPUs): there is still only
+    one node to spread threads over, so spread counts, per-node ones too, are compact and
+    left out with the one-node line; the memory-only node does not make it two."""
+    cxl = Topology("cxl", {0: [0, 1, 2, 3], 1: []}, {0: 16384, 1: 65536}, [[10, 21], [21, 10]])
+    assert shown(expand_spec({"spread": [2, "1/node"]}, cxl, "f.yaml", "e")) == [
+        "1 NUMA node: spread 2 would be compact 2", "1 NUMA node: spread 1/node would be compact 1/node"]
+
+
 def test_smt_counts_every_hardware_thread():
     assert shown(expand_spec({"compact": [2, 4], "smt": True}, SMT, "f.yaml", "e")) == [
         ([0, 4], "compact 2 smt", 0), ([0, 4, 1, 5], "compact 4 smt", 0)]

@@ -211,6 +211,29 @@ def test_the_answer_says_a_placement_effect_on_ep_is_the_machines_or_noise():
     assert control_words("cg", "beyond noise") == ""
 
 
+def test_the_answer_recommends_no_placement_to_run_ep_with():
+    """EP is the control: an effect on it is the machine's or noise, so even beyond noise
+    and with its best placement known, the answer gives no 'to run it best' line for it;
+    the same case as MG's, with the same placement, gets one."""
+    import json
+    from numaplace.report.answer import answer_cases, case_launch_lines, launch_words
+    from numaplace.tables.aggregate import build_tables
+    vm = Path(__file__).parent / "fixtures" / "real" / "vm"
+    t = build_tables(vm)
+    placements = {}
+    for f in sorted(vm.glob("runs/*/record.json")):
+        placement = json.loads(f.read_text())["placement"]
+        placements.setdefault(placement["id"], placement)
+    relabel = {k: v.assign(bench=v["bench"].replace({"mg": "ep"})) if v is not None and "bench" in v else v
+               for k, v in t.items()}
+    mg = [c for c in answer_cases(t["best_worst"], t["summary"], t["runs"]) if c["bench"] == "mg"][0]
+    ep = [c for c in answer_cases(relabel["best_worst"], relabel["summary"], relabel["runs"]) if c["bench"] == "ep"][0]
+    mg, ep = {**mg, "verdict": "beyond noise"}, {**ep, "verdict": "beyond noise"}
+    assert ep["row"]["best_placement_id"] == mg["row"]["best_placement_id"] in placements
+    assert launch_words(mg, placements).startswith("MG class W (2 threads), to run it best: OMP_NUM_THREADS=2 ")
+    assert case_launch_lines(ep, placements) is None and launch_words(ep, placements) is None
+
+
 # -- NASA's code, built and run (rig: ../shared/npb/) ---------------------------------------
 
 @pytest.fixture(scope="module")

@@ -176,6 +176,44 @@ def test_a_programs_build_key_follows_its_sources_not_its_build_products(tmp_pat
     assert plan(study_with(tmp_path, ok_program)).build_record("prog", "X", "default") != first
 
 
+def test_a_programs_build_key_ignores_what_its_hidden_folders_hold(tmp_path, ok_program):
+    """A program's folder is often a git checkout: a commit, a fetch or an editor's swap
+    file rewrites what .git/ and other hidden folders hold, which is not the program's
+    source and must not make it a new build; a changed source file still does."""
+    (tmp_path / "src.c").write_text("int main(){return 0;}\n")
+    (tmp_path / ".git" / "refs").mkdir(parents=True)
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / ".git" / "refs" / "main").write_text("1" * 40 + "\n")
+    first = plan(study_with(tmp_path, ok_program)).build_record("prog", "X", "default")
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/topic\n")        # a checkout
+    (tmp_path / ".git" / "refs" / "main").write_text("2" * 40 + "\n")        # a commit
+    (tmp_path / ".git" / "index").write_bytes(b"DIRC\0\0\0\2")
+    assert plan(study_with(tmp_path, ok_program)).build_record("prog", "X", "default") == first
+    (tmp_path / "src.c").write_text("int main(){return 1;}\n")
+    assert plan(study_with(tmp_path, ok_program)).build_record("prog", "X", "default") != first
+
+
+@pytest.mark.parametrize("higher_is_better, best, worst, other_way", [
+    (True, 12.5, 10.0, False),      # GB/s: the faster placement moves more, as it should
+    (True, 10.0, 12.5, True),       # ... the faster one moves less: said
+    (False, 10.0, 12.5, False),     # ms per step: the faster placement takes fewer
+    (False, 12.5, 10.0, True),
+    (True, 11.0, 11.0, False),      # the same figure on both: no ranking to disagree with
+], ids=["higher-agrees", "higher-disagrees", "lower-agrees", "lower-disagrees", "equal"])
+def test_the_answer_says_when_the_figure_of_merit_ranks_the_placements_the_other_way(
+        tmp_path, ok_program, higher_is_better, best, worst, other_way):
+    """Placements are ranked by time; the figure of merit is shown beside it, and only where
+    its own direction ranks the best and the worst placement the other way round does the
+    answer say so."""
+    from numaplace.report.answer import figure_of_merit_words
+    unit = "GB/s" if higher_is_better else "ms/step"
+    ok_program["figure_of_merit"].update(unit=unit, higher_is_better=higher_is_better)
+    plan(study_with(tmp_path, ok_program))
+    words = figure_of_merit_words("prog", {"best_fom_median": best, "worst_fom_median": worst})
+    assert words.startswith(f"; its figure of merit: best {best:.4g} {unit}, worst {worst:.4g} {unit}"), words
+    assert ("(it ranks them the other way than the time: check what it measures)" in words) is other_way, words
+
+
 def test_the_example_study_plans_the_stencil_here():
     st = load_study_file(EXAMPLE, REPO / "config")
     assert {r.bench for r in st.runs} == {"stencil"}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from numaplace.core.stats import mann_whitney_p
+from numaplace.core.stats import compared_by, mann_whitney_p
 from numaplace.judge.separation import decide
 
 pytestmark = pytest.mark.unit
@@ -58,3 +58,26 @@ def test_an_adaptive_case_stops_once_a_tied_pair_is_separated():
     d = decide(records, spec, 5, 0.05, 6)
     assert d.stop and d.p == pytest.approx(10 / 252), d
     assert d.reason == "best a and runner-up b separated after 5 rounds: Mann-Whitney p 0.04 < 0.05"
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("best_s, worst_s, best_mops, worst_mops, by", [
+    (1.0, 1.5, 150.0, 100.0, "time"),         # both medians 1 s or more, apart: their times
+    (1.5, 2.0, 150.0, 100.0, "time"),
+    (0.99, 1.5, 150.0, 100.0, "mops"),        # the faster one under 1 s: NPB's 0.01 s reads it to > 1 %
+    (0.9, 1.5, 150.0, 100.0, "mops"),
+    (0.5, 0.9, 150.0, 100.0, "mops"),
+    (1.0, 1.01, 101.0, 100.0, "mops"),        # tied at two decimals: told apart by Mop/s
+    (1.0, 1.02, 102.0, 100.0, "time"),
+    (0.9, 1.5, NAN, NAN, "time"),             # no Mop/s (a program): the times, however short
+])
+def test_two_placements_are_compared_by_time_only_when_both_medians_are_resolved(
+        best_s, worst_s, best_mops, worst_mops, by):
+    """The cost is computed from the median times only where both are at least 1 s (NPB's
+    0.01 s then resolves each to 1 %) and differ by two printed units; a shorter median,
+    even on one side only, sends the comparison to the full-precision Mop/s where both
+    placements have it."""
+    assert compared_by(best_s, worst_s, best_mops, worst_mops) == by
+    assert compared_by(worst_s, best_s, worst_mops, best_mops) == by

@@ -29,6 +29,18 @@ def test_platform_auto_reads_what_platform_detect_wrote_on_the_same_guest():
     assert topo.siblings == {}
 
 
+def test_an_allocation_keeps_the_memory_only_node_it_may_use():
+    """A job on the same guest allowed CPUs 0-1 and memory on nodes 0 and 2 (a cpuset):
+    node 2 has no CPUs but its memory is the job's, so it stays, memory only, a memory
+    target beside node 0; node 1 (neither its CPUs nor its memory allowed) is gone."""
+    job = load_platform(VM_DETECT / "vm-unequal" / "vm-unequal.yaml").restrict({0, 1}, {0, 2}, "cpuset")
+    assert job.nodes == {0: [0, 1], 2: []} and job.memory_mb == {0: 962, 2: 503}
+    assert job.memory_only_nodes == [2] and job.memory_nodes == [0, 2] and job.cpu_nodes == [0]
+    assert job.distances == [[10, 20], [20, 10]]
+    assert job.nodes_words() == "2 NUMA nodes (1 with CPUs, 1 memory only)"
+    assert job.restriction_words() == "restricted to CPUs 0-1 and nodes 0,2 of 3 nodes (cpuset)"
+
+
 def fake_sysfs(root, nodes, siblings=(), distances=True):
     """node<N>/{cpulist,meminfo,distance} and cpu/cpu<C>/topology/thread_siblings_list;
     nodes: {node: (cpulist, MemTotal kB or None)}."""
