@@ -270,7 +270,8 @@ def test_a_run_killed_by_a_signal_keeps_its_status_under_perf(real_perf, tmp_pat
     from numaplace.run.runner import execute
     rec = execute(counted_spec(["-c", "kill -SEGV $$"]), program(tmp_path, "crash.x", "/bin/sh"),
                   tmp_path / "r" / "record.json")
-    assert rec["exit_status"] == -11 and rec["status"] == "failed"
+    stderr = (tmp_path / "r" / "stderr").read_text(errors="replace")[-1000:]
+    assert rec["exit_status"] == -11 and rec["status"] == "failed", (rec["status"], rec["reason"], stderr)
 
 
 def test_exit_status_is_perfs_when_no_signal_line(tmp_path):
