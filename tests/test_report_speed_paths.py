@@ -38,6 +38,27 @@ def test_two_drawers_write_the_same_bytes_as_one(results, tmp_path):
     assert files(tmp_path / "one") == files(tmp_path / "two") == files(tmp_path / "three")
 
 
+def test_the_report_process_forks_its_drawers_with_no_other_thread():
+    """`numaplace report` loads its libraries with one BLAS thread, so the process that
+    forks the drawers has no thread but its own (a fork beside a BLAS pool is what
+    Python 3.13 warns of), and it still draws in as many processes as its CPUs allow;
+    a process with a thread beside it draws alone."""
+    import os
+    import subprocess
+    import sys
+    code = ("import threading, time\n"
+            "from numaplace.report.make import collect_less\n"
+            "collect_less()\n"
+            "from numaplace.figures import plots\n"
+            "print(plots._os_threads(), plots._drawers())\n"
+            "threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
+            "print(plots._drawers())\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout.split()
+    assert out == ["1", str(min(plots.DRAWERS, len(os.sched_getaffinity(0)))), "1"], out
+
+
 def test_a_failing_drawer_fails_the_figures(tmp_path, monkeypatch):
     tables = aggregate.build_tables(FIXTURE, FIXTURE / "plan.tsv")
     real = plots.variability_figures

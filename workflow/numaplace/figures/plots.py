@@ -491,13 +491,23 @@ def explain_figures(explain, w):
 DRAWERS = 2
 
 
+def _os_threads():
+    """Threads of this process as the system counts them (a BLAS pool's too, which
+    threading.active_count does not see)."""
+    import os
+    import threading
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
 def _drawers():
     """How many processes draw: DRAWERS, at most the CPUs this process may use; one where
     fork is not the way to start a process (fork after threads, other systems)."""
     import os
     import sys
-    import threading
-    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+    if not sys.platform.startswith("linux") or _os_threads() > 1:
         return 1
     return max(1, min(DRAWERS, len(os.sched_getaffinity(0))))
 

@@ -24,6 +24,13 @@ def collect_less():
     shared memory). Not for a process that goes on (tests, an API user): a frozen
     object's cycles are never collected."""
     import gc
+    import os
+    import sys
+    # one BLAS thread: the report does no linear algebra worth a pool, and its drawers are
+    # forked (figures.plots), which a process with threads must not do (Python 3.13 warns)
+    if "numpy" not in sys.modules:
+        for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+            os.environ[var] = "1"
     gc.disable()
     try:
         stages()
