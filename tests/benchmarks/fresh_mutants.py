@@ -1,10 +1,21 @@
-"""Issue 42's target: fresh hand-made mutants caught (>= 90 %). Twenty-five small realistic
-mistakes (an off-by-one, a wrong comparison, swapped operands, a wrong default, a dropped
-filter, mean for median, a wrong unit), none of them in behaviour_bugs.py,
-named_mutations.py or mutation-survivors.md, spread over the stages: plan (placement
-expansion, portable words, budget, rounds), kinds (NPB's report, a study's own program,
-NASA's EP/IS/FT), judge (fidelity, separation), tables, statistics, the answer, the machine
-(topology, PMU), the cluster's why and the run's counters.
+"""Issue 42's target: fresh hand-made mutants caught (>= 90 %). Each round is twenty-five
+small realistic mistakes (an off-by-one, a wrong comparison, swapped operands, a wrong
+default, a dropped filter, mean for median, a wrong unit, a wrong index), none of them in
+behaviour_bugs.py, named_mutations.py or mutation-survivors.md, spread over the stages.
+
+Round 1 (MISTAKES, 2026-11-28 morning): plan (placement expansion, portable words, budget,
+rounds), kinds (NPB's report, a study's own program, NASA's EP/IS/FT), judge (fidelity,
+separation), tables, statistics, the answer, the machine (topology, PMU), the cluster's why
+and the run's counters. Its survivors have had tests since, so it measures nothing fresh
+any more; it stays runnable (--round 1).
+
+Round 2 (ROUND_2, 2026-11-28, the default): twenty-five new mistakes, none of round 1's,
+chosen from the package's code without reading the tests (that is what keeps them fresh),
+at most three a file: plan (portable words, layouts, budget, rounds, memory cells), kinds
+(NPB's outcome, STREAM, loaded latency, EP), judge (fidelity, separation), tables
+(numa_pages, explain), statistics, the report (answer, machine matrices, counters section),
+the machine (topology sizes, hwloc XML, idle), record, run (capture, runner) and the
+cluster's why.
 
 For each mistake a copy of the package (workflow/numaplace as it is in the working tree;
 behaviour_bugs.shadow) gets it as one exact text replacement (the text must be there once),
@@ -16,7 +27,7 @@ A mistake is caught when the run fails (the first failing test is named), else i
 SURVIVED. The unit set must pass on the copy without a mistake (checked first). The working
 tree is never edited.
 
-    .venv/bin/python tests/benchmarks/fresh_mutants.py [names...]   (from the repository root)
+    .venv/bin/python tests/benchmarks/fresh_mutants.py [--round 1|2] [names...]   (from the repository root)
 
 Prints one row per mistake (mistake, file:line, caught by / SURVIVED) and the rate; exits
 non-zero when the rate is below 90 %.
@@ -175,6 +186,153 @@ MISTAKES = {
         "remote subtracted from the local event (Intel, AMD), not from Arm's total"),
 }
 
+# Round 2 (2026-11-28), chosen from the package's code alone, after round 1's survivors got
+# their tests: none of round 1's, behaviour_bugs.py's, named_mutations.py's or
+# mutation-survivors.md's, at most 3 a file.
+ROUND_2 = {
+    # -- plan: portable words, layouts, budget, rounds, memory cells -------------------
+    "nearest-remote-only-off-master": (
+        "plan: portable words", "plan/placement.py",
+        "    others = [n for n in mem if n not in thread_nodes]\n",
+        "    others = [n for n in mem if n != thread_nodes[0]]\n",
+        "membind/preferred nearest|farthest may pick a node the threads run on (only thread 0's left out)"),
+    "layout-full-node-refused": (
+        "plan: layouts", "plan/placement.py",
+        "        if k > len(topo.nodes[n]):\n",
+        "        if k >= len(topo.nodes[n]):\n",
+        "a layout that fills a node ('4' on a 4-CPU node) is refused as too many threads"),
+    "slowest-speed-from-fastest-probe": (
+        "plan: budget", "plan/budget.py",
+        "return speed._replace(memory=min(probes) / REF_READ_GBS) if probes else speed",
+        "return speed._replace(memory=max(probes) / REF_READ_GBS) if probes else speed",
+        "the estimate's slow end taken at the fastest read probe, not the slowest"),
+    "chunk-one-run-too-many": (
+        "plan: rounds", "plan/rounds.py",
+        "if current and (len(current) >= limit_n or",
+        "if current and (len(current) > limit_n or",
+        "a chunk holds rounds.chunk_runs + 1 runs"),
+    "matrix-reader-first-touches": (
+        "plan: memory cells", "plan/memory_specs.py",
+        "order = (first[m],) if r == m else (first[m], first[r])",
+        "order = (first[m],) if r == m else (first[r], first[m])",
+        "a first-touch matrix cell's thread 0 (which writes the buffer) on the reader's CPU, not the memory node's"),
+    # -- kinds ---------------------------------------------------------------------------
+    "npb-crash-reads-unverified": (
+        "kinds: NPB outcome", "kinds/npb.py",
+        'if output["complete"] and not output["verified"]:',
+        'if not output["verified"]:',
+        "a run that ended before NPB's report (no Verification line) is 'unverified', not failed"),
+    "stream-medians-with-attempts": (
+        "kinds: STREAM", "kinds/stream.py",
+        'ok = stream[(stream["status"] == "ok") & ~stream["attempt"].astype(str).isin(["True", "true"])]',
+        'ok = stream[stream["status"] == "ok"]',
+        "set-aside attempts counted in STREAM's medians, summary and answer"),
+    "loadlat-heaviest-by-delay": (
+        "kinds: loaded latency", "kinds/loadlat.py",
+        'heavy = loaded.loc[loaded["load_mbps"].idxmax()]',
+        'heavy = loaded.loc[loaded["delay"].idxmax()]',
+        "the 'heaviest load' point is the longest delay (the lightest load), not the most MB/s"),
+    "ep-work-pairs-not-numbers": (
+        "kinds: npb_official", "kinds/npb_official.py",
+        "return 2.0 ** (EP[cls] + 1) * 1e-6",
+        "return 2.0 ** EP[cls] * 1e-6",
+        "EP's operation count from its 2^m pairs, not 2^(m+1) random numbers: estimates halved"),
+    # -- judge ---------------------------------------------------------------------------
+    "verdict-unknown-hides-drift": (
+        "judge: fidelity", "judge/fidelity.py",
+        'overall = "drift" if "drift" in parts else ("unknown" if "unknown" in parts else "ok")',
+        'overall = "unknown" if "unknown" in parts else ("drift" if "drift" in parts else "ok")',
+        "a run whose threads drifted reads 'unknown' when its memory could not be judged"),
+    "round-at-minimum-skippable": (
+        "judge: separation", "judge/separation.py",
+        "    if rnd <= least:\n",
+        "    if rnd < least:\n",
+        "the round at the minimum is asked about: a one-placement case or an uncompared kind stops at min - 1"),
+    # -- tables ----------------------------------------------------------------------------
+    "numa-pages-group-with-attempts": (
+        "tables: numa_pages", "tables/aggregate.py",
+        '        if r["current"] and r["status"] == "ok":\n'
+        '            by_group.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(r)\n'
+        '    for key, rs in by_group.items():\n'
+        '        nodes = sorted({n for r in rs for n in set(r["_nodes"]) | set(r["_data_bytes"])})\n',
+        '        if r["status"] == "ok":\n'
+        '            by_group.setdefault(tuple(r[k] for k in GROUP_KEYS), []).append(r)\n'
+        '    for key, rs in by_group.items():\n'
+        '        nodes = sorted({n for r in rs for n in set(r["_nodes"]) | set(r["_data_bytes"])})\n',
+        "numa_pages' per-group medians include set-aside attempts"),
+    "explain-fastest-thread": (
+        "tables: explain", "tables/explain.py",
+        "worst = total if worst is None else max(worst, total)",
+        "worst = total if worst is None else min(worst, total)",
+        "a placement's predicted cost is its fastest thread's, not its slowest (the barrier's)"),
+    # -- core/stats.py -------------------------------------------------------------------
+    "mops-speedup-inverted": (
+        "stats: speedup", "core/stats.py",
+        '"speedup": bm / wm,',
+        '"speedup": wm / bm,',
+        "a short run's speed-up (compared by Mop/s) is worst over best: below 1"),
+    "reps-needed-one-sided": (
+        "stats: repetitions needed", "core/stats.py",
+        "z = _scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power)",
+        "z = _scipy_stats().norm.ppf(1 - alpha) + _scipy_stats().norm.ppf(power)",
+        "repetitions needed sized for a one-sided test: too few for the two-sided p the report uses"),
+    # -- report --------------------------------------------------------------------------
+    "machine-remote-averages-memory-only": (
+        "answer: machine line", "report/answer.py",
+        "if r != c and c not in memory_only and pd.notna(g.loc[r, c])]",
+        "if r != c and pd.notna(g.loc[r, c])]",
+        "a memory-only node's (CXL, HBM) cells averaged into 'remote'"),
+    "machine-matrix-at-smallest-size": (
+        "report: machine matrices", "report/machine.py",
+        'd = d[d["size_bytes"] == max(cells[cells == cells.max()].index)]',
+        'd = d[d["size_bytes"] == min(cells[cells == cells.max()].index)]',
+        "the node x node matrices (and the answer's local/remote) at the smallest size measured, not DRAM's"),
+    "counters-off-sign-flipped": (
+        "report: counters section", "report/summary.py",
+        'f"{100 * (counted - pred):+.1f} points"',
+        'f"{100 * (pred - counted):+.1f} points"',
+        "'counted - predicted' printed as predicted - counted"),
+    # -- machine -------------------------------------------------------------------------
+    "named-size-whole-cache": (
+        "machine: topology sizes", "machine/topology.py",
+        "return mine[0] // 2 if mine else None",
+        "return mine[0] if mine else None",
+        "L1/L2/LLC named sizes are the whole cache, not half as the micro-benchmarks take them"),
+    "hwloc-memory-in-megabytes": (
+        "machine: hwloc XML", "machine/hwloc_xml.py",
+        '"memory_mb": _int(o.get("local_memory")) // 2 ** 20})',
+        '"memory_mb": _int(o.get("local_memory")) // 10 ** 6})',
+        "a node's local_memory bytes divided by 10^6: memory_mb 4.9 % high"),
+    "foreign-load-over-one-cpu": (
+        "machine: idle", "machine/idle.py",
+        "capacity = max(wall_s * len(cpus), 1e-9)",
+        "capacity = max(wall_s, 1e-9)",
+        "foreign load's share over one CPU's time, not all the run's CPUs'"),
+    # -- record, run ---------------------------------------------------------------------
+    "retry-empty-status-list-all": (
+        "record: retry-failed", "record/store.py",
+        "if statuses is None else (lambda s: s in statuses)",
+        "if not statuses else (lambda s: s in statuses)",
+        "an empty status list sets aside every failed run instead of none"),
+    "thread-cpu-wrong-stat-field": (
+        "run: capture", "run/capture.py",
+        "out[int(tid)] = (int(fields[39 - 3]), allowed)",
+        "out[int(tid)] = (int(fields[39 - 2]), allowed)",
+        "a thread's CPU read from /proc stat field 40 (rt_priority), not 39 (processor)"),
+    "walltime-minutes-as-seconds": (
+        "run: runner", "run/runner.py",
+        'left = 60 * float(walltime) - (time.monotonic() - JOB_STARTED)',
+        'left = float(walltime) - (time.monotonic() - JOB_STARTED)',
+        "a batch job's walltime (minutes) taken as seconds: every run's timeout cut to 30 s"),
+    # -- cluster/why.py --------------------------------------------------------------------
+    "duration-seconds-rounded-down": (
+        "cluster: why", "cluster/why.py",
+        "return d * 1440 + h * 60 + mi + math.ceil(s / 60)",
+        "return d * 1440 + h * 60 + mi + s // 60",
+        "a Slurm/PBS duration's seconds rounded down: '00:30:30' is 30 min, not 31"),
+}
+ROUNDS = {1: MISTAKES, 2: ROUND_2}
+
 
 def caught_by(out):
     """The first failing test's node id, or the suite's first error line."""
@@ -184,11 +342,12 @@ def caught_by(out):
     return "the run (" + first_failure(out)[:120] + ")"
 
 
-def main(names):
-    unknown = [n for n in names if n not in MISTAKES]
+def main(names, round_=2):
+    mistakes = ROUNDS[round_]
+    unknown = [n for n in names if n not in mistakes]
     if unknown:
-        sys.exit(f"no such mistake: {', '.join(unknown)}")
-    chosen = {n: MISTAKES[n] for n in (names or MISTAKES)}
+        sys.exit(f"no such mistake in round {round_}: {', '.join(unknown)}")
+    chosen = {n: mistakes[n] for n in (names or mistakes)}
     try:
         os.nice(19)                         # the unit set runs beside other work
     except OSError:
@@ -229,10 +388,15 @@ def main(names):
         print("| " + " | ".join(re.sub(r"\|", r"\\|", x) for x in row) + " |")
     caught = len(rows) - len(survived)
     rate = caught / len(rows)
-    print(f"\ncaught {caught} of {len(rows)} = {100 * rate:.0f} %"
+    print(f"\nround {round_}: caught {caught} of {len(rows)} = {100 * rate:.0f} %"
           + (f"; survived: {', '.join(survived)}" if survived else ""))
     sys.exit(0 if rate >= TARGET else f"below the target of {100 * TARGET:.0f} %")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    import argparse
+    ap = argparse.ArgumentParser(description="Fresh hand-made mutants against the unit set (issue 42).")
+    ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=2, help="which round of mistakes (default 2)")
+    ap.add_argument("names", nargs="*", help="only these mistakes of the round")
+    args = ap.parse_args()
+    main(args.names, args.round)
