@@ -16,6 +16,10 @@ DAG, onstart, the measure job's process), the measure job beyond its kernels (ea
 launch, idle window, captures and record), from the last run's end to the report job's
 end (tables, figures, summary, HTML in one process), and from then to the process's exit.
 
+Then the floors, measured in the same run: Snakemake alone running two shell jobs (to its
+last line), a Python importing the report's libraries, and the runs' idle windows; their
+sum is what the fixed cost cannot go below while those three stay.
+
 --baseline DIR: another checkout (a `git worktree` of the commit before, say) measured in
 the same run, its calls alternating with this checkout's, each figure printed for both
 with their ratio (numaplace is imported from DIR/workflow for its calls). Run it under
@@ -145,6 +149,46 @@ class Series:
         yield "report call", self.report, ""
 
 
+TWO_JOBS = """rule all:
+    input: "b"
+rule a:
+    output: "a"
+    shell: "touch {output}"
+rule b:
+    input: "a"
+    output: "b"
+    shell: "touch {output}"
+"""
+
+
+def floors(scratch, repeat, runs):
+    """What the fixed cost cannot go below while the workflow is Snakemake, the report is
+    pandas and matplotlib, and each run has its idle window: {floor: [seconds]}."""
+    from numaplace.machine.idle import IDLE_WINDOW_S
+    wf = Path(scratch) / "two-jobs"
+    wf.mkdir()
+    (wf / "Snakefile").write_text(TWO_JOBS)
+    out = {"Snakemake alone, 2 shell jobs, to its last line": [],
+           "the report's libraries imported (pandas, pyplot)": []}
+    for _ in range(repeat):
+        for f in ("a", "b"):
+            (wf / f).unlink(missing_ok=True)
+        t0 = time.monotonic()
+        p = subprocess.Popen([*SNAKEMAKE, "-q"], cwd=wf, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        last = t0
+        for _line in p.stdout:
+            last = time.monotonic()
+        p.wait()
+        out["Snakemake alone, 2 shell jobs, to its last line"].append(last - t0)
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import pandas, matplotlib; matplotlib.use('Agg'); "
+                        "import matplotlib.pyplot"], check=True)
+        out["the report's libraries imported (pandas, pyplot)"].append(time.monotonic() - t0)
+    out[f"idle windows: {runs} runs x {IDLE_WINDOW_S} s"] = [runs * IDLE_WINDOW_S]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -163,15 +207,22 @@ def main():
             mine.measure(this)
             if base is not None:
                 theirs.measure(base)
+        low = floors(d, a.repeat, len(this.records()))
         if base is None:
             for label, xs, extra in mine.rows():
                 print(f"{label + ':':<30}{spread(xs)}{extra}")
-            return
-        print(f"{'':<30}{'this checkout':<34}{'baseline':<34}this/baseline (median)")
-        for (label, xs, _), (_, ys, _) in zip(mine.rows(), theirs.rows()):
-            ratio = statistics.median(xs) / statistics.median(ys) if statistics.median(ys) else float("nan")
-            print(f"{label + ':':<30}{spread(xs):<34}{spread(ys):<34}{ratio:.2f}")
-        print(f"kernels:{'':<22}{spread(mine.kernels):<34}{spread(theirs.kernels):<34}")
+        else:
+            print(f"{'':<30}{'this checkout':<34}{'baseline':<34}this/baseline (median)")
+            for (label, xs, _), (_, ys, _) in zip(mine.rows(), theirs.rows()):
+                ratio = statistics.median(xs) / statistics.median(ys) if statistics.median(ys) else float("nan")
+                print(f"{label + ':':<30}{spread(xs):<34}{spread(ys):<34}{ratio:.2f}")
+            print(f"kernels:{'':<22}{spread(mine.kernels):<34}{spread(theirs.kernels):<34}")
+        print("floors of the fixed cost, measured in this run:")
+        for label, xs in low.items():
+            print(f"  {label + ':':<52}{spread(xs)}")
+        total = sum(statistics.median(xs) for xs in low.values())
+        print(f"  {'sum of the floors:':<52}{total:6.2f} s, beside the fixed cost's "
+              f"{statistics.median(mine.fixed):.2f} s and the 3 s reference")
 
 
 if __name__ == "__main__":
