@@ -500,3 +500,29 @@ def test_a_study_without_runs_has_the_summary_columns():
     runs = pd.DataFrame(columns=list(run("a", 1.0)))
     s = summary_table(runs)
     assert s.empty and list(s.columns) == SUMMARY_COLUMNS
+
+
+def test_numa_pages_group_rows_are_of_the_current_ok_runs_only(tmp_path):
+    """An attempt that ended ok and was set aside anyway (runs/<id>/attempts/1/), its pages
+    all on node 1, is a run row of numa_pages.csv, but the group's rows (n_runs, median
+    bytes and pages, share) stay those of the three current ok runs, as in the fixture
+    study. (Fails when the group takes in the set-aside attempt: 4 runs, node 1's
+    median bytes up and node 0's share down.)"""
+    shutil.copytree(FIXTURE / "runs", tmp_path / "runs")
+    attempt = tmp_path / "runs" / "cg.A.default.c0-3_loc_p_nc.r2" / "attempts" / "1"
+    rec = json.loads((attempt / "record.json").read_text())
+    on_node1 = {"data_bytes": {"1": 64 * 2**20}, "data_pages": {"1": 16384}, "total_bytes": {"1": 68 * 2**20}}
+    rec.update(status="ok", reason=None, exit_status=0, wall_s=5.9)
+    for view in ("peak", "steady", "last"):
+        rec["captures"]["numa_maps"][view].update(on_node1)
+    (attempt / "record.json").write_text(json.dumps(rec))
+    np_ = build_tables(tmp_path, PLAN)["numa_pages"]
+    runs = np_[(np_["level"] == "run") & (np_["run_id"] == "cg.A.default.c0-3_loc_p_nc.r2")]
+    set_aside = runs[runs["attempt"] == 1].set_index("node")
+    assert set(set_aside["status"]) == {"ok"} and set_aside.loc[1, "bytes"] == 64 * 2**20
+    grp = np_[(np_["level"] == "group") & (np_["placement"] == "2/2 on 0,1") &
+              (np_["variant"] == "default")].set_index("node")
+    assert set(grp["n_runs"]) == {3}
+    assert list(grp["pages"]) == [1100, 1203]
+    assert list(grp["bytes"]) == [6144000, 4927488]
+    assert list(grp["share"]) == pytest.approx([6144000 / 11071488, 4927488 / 11071488])

@@ -50,3 +50,33 @@ def test_the_node_matrices_are_printed_as_numbers_in_ns_and_gb_per_s():
     assert "  node    0    1    2" in lines[5:] and "     0 12.0  8.0  8.0" in lines
     html = matrix_html(matrix())
     assert html.count("<table") == 2 and ">230</td>" in html and ">12.0</td>" in html
+
+
+def test_the_node_matrices_are_of_main_memory_when_every_cell_has_a_cache_size_too():
+    """Every cell measured at 32 KiB (inside L1: the same few ns and many GB/s from any
+    node) and at 256 MiB (DRAM). The machine's matrices, and the answer's local/remote
+    line read from them, are the 256 MiB numbers: 100 ns local, 150 ns remote.
+    (Fails when the smallest of the sizes with the most cells is taken: a 32 KiB matrix
+    of 2 ns everywhere, 'remote/local 1.00x'.)"""
+    from numaplace.report.answer import machine_line
+    rows = []
+    for size, local_ns, remote_ns, local_mbs, remote_mbs in ((32 << 10, 2.0, 2.0, 90000.0, 90000.0),
+                                                            (256 << 20, 100.0, 150.0, 12000.0, 8000.0)):
+        for r in (0, 1):
+            for m in (0, 1):
+                rows.append({"bench": "memlat", "mode": "chase", "size_bytes": size, "via": "first-touch",
+                             "reader_node": r, "memory_node": m, "median": local_ns if r == m else remote_ns})
+                rows.append({"bench": "membw", "mode": "serial", "size_bytes": size, "via": "membind",
+                             "reader_node": r, "memory_node": m, "median": local_mbs if r == m else remote_mbs})
+    matrix = pd.DataFrame(rows)
+    m = node_matrices(matrix)
+    assert m["latency"]["size"] == m["read bandwidth"]["size"] == 256 << 20
+    assert m["latency"]["grid"].to_numpy().tolist() == [[100.0, 150.0], [150.0, 100.0]]
+    assert m["read bandwidth"]["grid"].to_numpy().tolist() == [[12.0, 8.0], [8.0, 12.0]]
+    lines = machine_lines(SPR.to_dict(), matrix)
+    assert "latency (ns, 256 MiB buffers), reader node x memory node:" in lines
+    topo = {"nodes": {"0": "0-3", "1": "4-7"}, "distances": [[10, 21], [21, 10]]}
+    assert machine_line(matrix, topo) == (
+        "machine: 2 NUMA nodes · latency local 100 ns (1 thread, mean of 2 nodes' own cells), remote 150 ns "
+        "(remote/local 1.50x, mean of 2 cells) · read bandwidth local 12.0 GB/s (1 thread, mean of 2 nodes' own "
+        "cells), remote 8.0 GB/s (remote/local 0.67x, mean of 2 cells) · SLIT remote/local 2.1x")

@@ -1,6 +1,7 @@
 """numa_maps parsing: every policy form the kernel prints, mapping kinds, page sizes."""
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -279,3 +280,67 @@ def test_base_page_size_of_the_kernel_is_honoured(page_kb):
     mp = parse_line(f"7f00 default anon=30 dirty=30 N0=10 N1=20 kernelpagesize_kB={page_kb}")
     assert mp.bytes_per_node == {0: 10 * page_kb * 1024, 1: 20 * page_kb * 1024}
     assert summarize([mp])["data_bytes"] == {0: 10 * page_kb * 1024, 1: 20 * page_kb * 1024}
+
+
+# -- the CPU each thread runs on: /proc/<pid>/task/<tid>/stat (capture.thread_cpus) ------
+
+def task_stat(tid, comm, processor, rt_priority=0, policy=0):
+    """A thread's /proc/<pid>/task/<tid>/stat as Linux 6.x prints it (52 fields), with the
+    fields that tell the CPU apart: 38 exit_signal, 39 processor, 40 rt_priority, 41 policy."""
+    after = ("S 4242 4242 4100 34816 4242 1077936192 3120 0 0 0 912 3 0 0 {prio} 0 3 0 2870331 "
+             "1260650496 25161 18446744073709551615 94526694002688 94526694022569 140731656983840 0 0 0 0 0 "
+             "0 0 0 0 -1 {processor} {rt_priority} {policy} 0 0 0 94526694038576 94526694040192 "
+             "94527580753920 140731656985086 140731656985106 140731656985106 140731656986603 0")
+    text = f"{tid} ({comm}) " + after.format(prio=-51 if policy else 20, processor=processor,
+                                            rt_priority=rt_priority, policy=policy)
+    assert len(text[text.rindex(")") + 2:].split()) == 52 - 2
+    return text + "\n"
+
+
+def test_a_threads_cpu_is_the_processor_field_of_its_stat(monkeypatch):
+    """Field 39 of a thread's stat is the CPU it last ran on; field 40 beside it is its
+    real-time priority. A benchmark's two threads, one under SCHED_FIFO at priority 50 on
+    CPU 3, its name with a space and a ')' in it: each is on its field 39 CPU, under its
+    own mask. (Fails when field 40 is read: CPU 50, and CPU 0 for the other thread.)"""
+    pid = 4242
+    stats = {4242: task_stat(4242, "bench) x", processor=3, rt_priority=50, policy=1),
+             4243: task_stat(4243, "bench) x", processor=2)}
+    masks = {4242: {3}, 4243: {0, 1, 2, 3}}
+
+    class ThisProc:                       # os, as thread_cpus sees it, with this pid's /proc
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        @staticmethod
+        def listdir(path):
+            assert path == f"/proc/{pid}/task"
+            return [str(t) for t in stats]
+
+        @staticmethod
+        def sched_getaffinity(tid):
+            return masks[tid]
+
+    def proc_open(path, *args, **kw):
+        prefix = f"/proc/{pid}/task/"
+        assert path.startswith(prefix) and path.endswith("/stat"), path
+        return io.StringIO(stats[int(path[len(prefix):-len("/stat")])])
+
+    monkeypatch.setattr(capture, "os", ThisProc())
+    monkeypatch.setattr(capture, "open", proc_open, raising=False)
+    assert capture.thread_cpus(pid) == {4242: (3, "3"), 4243: (2, "0-3")}
+
+
+def test_this_threads_cpu_is_the_one_it_is_pinned_to():
+    """The live kernel: this thread pinned to the last CPU it may use (not CPU 0, where a
+    wrong field that reads 0 would pass) is seen there, under that one-CPU mask."""
+    import threading
+    cpus = sorted(os.sched_getaffinity(0))
+    if cpus[-1] == 0:
+        pytest.skip("this process may use CPU 0 only")
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpus[-1]})        # returns once the thread runs there
+    try:
+        seen = capture.thread_cpus(os.getpid())[threading.get_native_id()]
+    finally:
+        os.sched_setaffinity(0, saved)
+    assert seen == (cpus[-1], str(cpus[-1]))

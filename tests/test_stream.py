@@ -3,6 +3,7 @@ built with make in a copy of microbench/src, and its output read by the same par
 membw's and memlat's (numaplace.membench_output)."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -99,3 +100,82 @@ def test_bad_options_fail_with_one_line(stream):
                        (["--reps", "500"], "--reps")):
         r = subprocess.run([str(stream()), *args], capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and word in r.stderr, r.stderr
+
+
+# -- its tables, summary and answer from the records (numaplace.kinds.stream) ------------
+# Records as the runner writes them for `stream --ops triad --reps 3` on a 2-node machine
+# (the same layout as tests/fixtures/membench/loadlat-record.json), their output being what
+# stream.c prints, parsed by membench_output as the runner does.
+
+STREAM_TOPOLOGY = {"name": "auto", "description": "read from sysfs", "launcher": "numactl",
+                   "nodes": {"0": "0-1", "1": "2-3"}, "memory_mb": {"0": 7936, "1": 7936},
+                   "distances": [[10, 21], [21, 10]]}
+STREAM_PLACEMENTS = {
+    "c0-1_loc_t_nc": {"id": "c0-1_loc_t_nc", "shape": "compact 2", "cpus": "0-1", "threads": 2, "nodes": "0",
+                      "layout": "2 on 0", "memory": "local", "memory_nodes": "", "binding": "threads",
+                      "launcher": "numactl"},
+    "c0-1_mb1_t_nc": {"id": "c0-1_mb1_t_nc", "shape": "compact 2, memory on node 1", "cpus": "0-1", "threads": 2,
+                      "nodes": "0", "layout": "2 on 0", "memory": "membind", "memory_nodes": "1",
+                      "binding": "threads", "launcher": "numactl"}}
+
+
+def stream_stdout(node, triad_mbs, n=1 << 25):
+    """stream.c's output: triad at one size (3 arrays of n doubles), one result per repetition,
+    every page on `node`."""
+    size, pages = 3 * 8 * n, 3 * (8 * n // 4096)
+    lines = ["# numaplace stream format 1 (key=value fields; see microbench/README.md)",
+             "cache: l1d=32768 l2=1048576 l3=33554432 llc=33554432 llc_level=3 llc_total=67108864",
+             "system: numa_balancing=0 thp=always_[madvise]_never governor=performance page_size=4096 hugepages=off",
+             f"run: bench=stream mode=parallel init=parallel threads=2 ops=triad kernel=scalar scalar=3 "
+             f"min_time=0.1 reps={len(triad_mbs)} flush=0"]
+    for rep, mbs in enumerate(triad_mbs):
+        passes = 4
+        lines.append(
+            f"result: bench=stream op=triad mode=parallel init=parallel size_bytes={size} elements={n} threads=2 "
+            f"thread=0 reader_cpu=0 reader_node=0 alloc_cpu=0 alloc_node=0 memory_node={node} pages={pages} "
+            f"pages_by_node={node}:{pages} pages_on_memory_node=1.000000 huge_kb=0 rep={rep} passes={passes} "
+            f"bytes={passes * size} seconds={passes * size / mbs / 1e6:.6f} migrated=0 value={mbs:.2f} unit=MB/s "
+            f"thread_cpus=0,1 thread_nodes=0,0")
+    lines.append(f"done: bench=stream results={len(triad_mbs)} complete=1 verified=1")
+    return "\n".join(lines) + "\n"
+
+
+def write_stream_record(runs, pid, rep, node, triad_mbs, attempt=None):
+    """runs/<id>/record.json, or runs/<id>/attempts/<attempt>/record.json (set aside)."""
+    run_id = f"stream.X.default.{pid}.r{rep}"
+    d = runs / run_id if attempt is None else runs / run_id / "attempts" / str(attempt)
+    d.mkdir(parents=True)
+    rec = {"record_version": 2, "run_id": run_id, "study": "memory", "bench": "stream", "class": "X",
+           "variant": "default", "rep": rep, "placement": STREAM_PLACEMENTS[pid],
+           "kind": {"family": "memory", "metric": "value", "unit": "MB/s", "higher_is_better": True},
+           "argv": ["numactl", "--physcpubind=0-1", "stream.X.x", "--ops", "triad", "--reps", "3"],
+           "env": {"OMP_NUM_THREADS": "2"}, "topology": STREAM_TOPOLOGY, "status": "ok", "reason": None,
+           "exit_status": 0, "wall_s": 4.2, "output": membench_output.parse(stream_stdout(node, triad_mbs))}
+    (d / "record.json").write_text(json.dumps(rec))
+
+
+def test_a_set_aside_attempt_is_not_in_streams_medians_or_answer(tmp_path):
+    """Each placement's current run: triad 12000-12200 MB/s local, 9000-9200 with memory on
+    node 1. An earlier attempt of the local run, set aside (runs/<id>/attempts/1/), read
+    2000-2200 MB/s. stream.csv keeps its rows (marked as an attempt), but the summary's
+    median and the answer's triad line are of the current runs alone: 12100 MB/s local.
+    (Fails when the attempt is counted: local's median drops to 7100 MB/s and the answer
+    names the membind placement best.)"""
+    from numaplace.kinds import kind
+    from numaplace.report.summary import md_table
+    from numaplace.tables.aggregate import read_tables, write_tables
+    runs = tmp_path / "runs"
+    write_stream_record(runs, "c0-1_loc_t_nc", 1, 0, [12000, 12100, 12200])
+    write_stream_record(runs, "c0-1_loc_t_nc", 1, 0, [2000, 2100, 2200], attempt=1)
+    write_stream_record(runs, "c0-1_mb1_t_nc", 1, 1, [9000, 9100, 9200])
+    write_tables(tmp_path, tmp_path / "tables")
+    tables = read_tables(tmp_path / "tables")            # as the report reads them
+    stream = tables["stream"]
+    assert len(stream) == 9 and stream["attempt"].astype(str).tolist().count("True") == 3
+    assert set(stream["status"]) == {"ok"}
+    k = kind("stream")
+    assert k.answer(tables) == ["STREAM triad: 12100 MB/s on compact 2, 9100 MB/s on compact 2, memory on "
+                                "node 1 (25% less)"]
+    summary = "\n".join(k.summary(tables, md_table))
+    assert "| 768 | compact 2 | 12100 |" in summary and "| 768 | compact 2, memory on node 1 | 9100 |" in summary
+    assert "7100" not in summary

@@ -281,3 +281,30 @@ def test_a_platform_node_without_memory_mb_has_no_memory(tmp_path):
     f.write_text('name: p\nnodes:\n  - {id: 0, cpus: "0", memory_mb: 512}\n  - {id: 1, cpus: "1"}\n')
     topo = load_platform(f)
     assert topo.memory_mb == {0: 512, 1: 0} and topo.memory_nodes == [0]
+
+
+def test_the_named_cache_sizes_are_half_the_cache_as_the_micro_benchmarks_take_them(tmp_path):
+    """L1, L2 and LLC name half of that cache of the CPU (mb_parse_sizes: a buffer that
+    fits beside what else the cache holds), DRAM 4 x every last-level cache once. A
+    2-node machine: per CPU a 48 KiB L1d (its 32 KiB L1i holds no data), a 2 MiB L2;
+    a 30 MiB L3 per node. The topology read from sysfs gives the sizes the binaries
+    resolve on the same sysfs. (Fails when a named size is the whole cache: L1 48 KiB.)"""
+    from numaplace.kinds.microbench import named_size
+    root = fake_sysfs(tmp_path, {0: ("0-1", 8 << 20), 1: ("2-3", 8 << 20)})
+    cpu_root = root.parent / "cpu"
+    for cpu in range(4):
+        node_cpus = "0-1" if cpu < 2 else "2-3"
+        for i, (level, kind, size, shared) in enumerate([(1, "Data", "48K", str(cpu)),
+                                                         (1, "Instruction", "32K", str(cpu)),
+                                                         (2, "Unified", "2048K", str(cpu)),
+                                                         (3, "Unified", "30720K", node_cpus)]):
+            d = cpu_root / f"cpu{cpu}" / "cache" / f"index{i}"
+            d.mkdir(parents=True)
+            for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+                (d / name).write_text(f"{value}\n")
+    topo = from_sysfs(root)
+    want = {"L1": 24 << 10, "L2": 1 << 20, "LLC": 15 << 20, "DRAM": 4 * 2 * (30 << 20)}
+    assert {name: topo.named_size(name) for name in want} == want
+    for cpu in (0, 3):
+        assert {name: topo.named_size(name, cpu) for name in want} == want
+        assert {name: named_size(name, cpu, sysfs=cpu_root) for name in want} == want   # the binaries' rule
