@@ -9,13 +9,24 @@ separation), tables, statistics, the answer, the machine (topology, PMU), the cl
 and the run's counters. Its survivors have had tests since, so it measures nothing fresh
 any more; it stays runnable (--round 1).
 
-Round 2 (ROUND_2, 2026-11-28, the default): twenty-five new mistakes, none of round 1's,
+Round 2 (ROUND_2, 2026-11-28): twenty-five new mistakes, none of round 1's,
 chosen from the package's code without reading the tests (that is what keeps them fresh),
 at most three a file: plan (portable words, layouts, budget, rounds, memory cells), kinds
 (NPB's outcome, STREAM, loaded latency, EP), judge (fidelity, separation), tables
 (numa_pages, explain), statistics, the report (answer, machine matrices, counters section),
 the machine (topology sizes, hwloc XML, idle), record, run (capture, runner) and the
-cluster's why.
+cluster's why. Its survivors have had tests since too (--round 2).
+
+Round 3 (ROUND_3, made 2026-11-28, the default): twenty-five new mistakes, none of rounds 1
+and 2's, again chosen from the package's code without reading any test file, at most two a
+file and mostly in files and functions the earlier rounds left alone: plan (OMP_PLACES
+thread order, the Slurm launch line, the planned-runs check, a shared adaptive run's alpha,
+the frozen study's note), kinds (--sizes units, a micro-benchmark's completeness, the memory
+matrix, loadlat's memory check), judge (the spill reason), tables (where rounds stopped,
+explain's serial-init), core (CPU lists, the loader's line numbers, schema sections), the
+report (compare's change, the machine's facts), the machine (numactl versions, hwloc
+cpusets, NUMA balancing), record (the workflow's outcome), run (chunk records, perf's exit
+status), the cluster's walltime and the builds' make.def.
 
 For each mistake a copy of the package (workflow/numaplace as it is in the working tree;
 behaviour_bugs.shadow) gets it as one exact text replacement (the text must be there once),
@@ -27,7 +38,7 @@ A mistake is caught when the run fails (the first failing test is named), else i
 SURVIVED. The unit set must pass on the copy without a mistake (checked first). The working
 tree is never edited.
 
-    .venv/bin/python tests/benchmarks/fresh_mutants.py [--round 1|2] [names...]   (from the repository root)
+    .venv/bin/python tests/benchmarks/fresh_mutants.py [--round 1|2|3] [names...]   (from the repository root)
 
 Prints one row per mistake (mistake, file:line, caught by / SURVIVED) and the rate; exits
 non-zero when the rate is below 90 %.
@@ -331,7 +342,148 @@ ROUND_2 = {
         "return d * 1440 + h * 60 + mi + s // 60",
         "a Slurm/PBS duration's seconds rounded down: '00:30:30' is 30 min, not 31"),
 }
-ROUNDS = {1: MISTAKES, 2: ROUND_2}
+# Round 3 (2026-11-28), chosen from the package's code alone, without reading any test file:
+# none of rounds 1 and 2's, behaviour_bugs.py's, named_mutations.py's or
+# mutation-survivors.md's; at most 2 a file, mostly files and functions rounds 1 and 2 left alone.
+ROUND_3 = {
+    # -- plan: launch words, launch lines, study checks, the study, the frozen copy ------
+    "omp-places-ignore-thread-order": (
+        "plan: launch", "plan/launch.py",
+        'env["OMP_PLACES"] = ",".join(f"{{{c}}}" for c in (getattr(p, "order", ()) or p.cpus))',
+        'env["OMP_PLACES"] = ",".join(f"{{{c}}}" for c in p.cpus)',
+        "OMP_PLACES lists the CPUs ascending, not in thread order: a memory cell's thread 0 (the "
+        "first-touching one) is not on its memory CPU"),
+    "slurm-membind-map-mem-list": (
+        "plan: launch lines", "plan/launch_lines.py",
+        'argv.append(f"--mem-bind=map_mem:{mem.nodes[0]}" if len(mem.nodes) == 1\n'
+        '                    else f"--mem-bind=mask_mem:{_hex(mem.nodes)}")',
+        'argv.append(f"--mem-bind=map_mem:{\',\'.join(map(str, mem.nodes))}")',
+        "srun line for membind on several nodes written map_mem:0,1 (one task takes only the "
+        "first node), not mask_mem"),
+    "plan-size-counts-adaptive-min": (
+        "plan: study checks", "plan/checks.py",
+        'reps = Repetitions.of(setting("repetitions", c, exp)).most',
+        'reps = Repetitions.of(setting("repetitions", c, exp)).least',
+        "the planned-runs limit counts an adaptive experiment at its min, not the max that is planned"),
+    "shared-adaptive-run-loosest-alpha": (
+        "plan: study", "plan/study.py",
+        "max(r.most for r in reps), min(r.alpha for r in reps))",
+        "max(r.most for r in reps), max(r.alpha for r in reps))",
+        "a run two adaptive experiments share stops at the larger alpha, not the stricter one"),
+    "frozen-gone-study-file-no-note": (
+        "plan: frozen study", "plan/frozen.py",
+        "if now is not None and hashlib.sha256(now).hexdigest() == read.sha256:",
+        "if now is None or hashlib.sha256(now).hexdigest() == read.sha256:",
+        "a study file deleted (or unreadable) while its study ran gets no 'changed' line"),
+    # -- kinds -----------------------------------------------------------------------------
+    "sizes-k-as-1000": (
+        "kinds: micro-benchmark sizes", "kinds/microbench.py",
+        'SIZE_UNITS = {"": 1, "K": 2**10,',
+        'SIZE_UNITS = {"": 1, "K": 10**3,',
+        "--sizes 32K (and sysfs' cache sizes) read as 32,000 bytes, not 32 KiB as the benchmarks do"),
+    "membench-complete-without-all-results": (
+        "kinds: micro-benchmark output", "kinds/membench_output.py",
+        'done.get("complete") == 1 and done.get("results") == len(out["results"])',
+        'done.get("complete") == 1',
+        "a run whose output lost result lines (fewer than done: results=) still counts complete and verified"),
+    "memory-matrix-with-contention": (
+        "kinds: memory tables", "kinds/memory.py",
+        'ok = memory[(memory["status"] == "ok") & ~((memory["mode"] == "parallel") & (memory["threads"] > 1))]',
+        'ok = memory[memory["status"] == "ok"]',
+        "contention runs (membw parallel, several threads) folded into the node x node matrix medians"),
+    "loadlat-buffers-only-the-chain": (
+        "kinds: loaded latency checks", "kinds/loadlat.py",
+        "total = largest * p.threads",
+        "total = largest",
+        "loadlat's memory check counts one buffer (the chain), not one per thread: a run that cannot fit is planned"),
+    # -- judge -------------------------------------------------------------------------------
+    "spill-free-mib-as-kib": (
+        "judge: fidelity spill", "judge/fidelity.py",
+        "if not have or None in have or sum(have) * 2**20 >= total:",
+        "if not have or None in have or sum(have) * 2**10 >= total:",
+        "free MiB at the start read as KiB: 'spill: nodes were full' claimed for runs that had room"),
+    # -- tables ------------------------------------------------------------------------------
+    "case-at-maximum-unfinished": (
+        "tables: rounds stopped", "tables/aggregate.py",
+        "elif after >= most:",
+        "elif after > most:",
+        "a case that measured all its max rounds reads 'unfinished' (12 of at most 12 rounds so far)"),
+    "explain-serial-init-owns-pages": (
+        "tables: explain", "tables/explain.py",
+        ' and variant != "serial-init"',
+        "",
+        "serial-init runs modelled as each thread first-touching its own partition"),
+    # -- core --------------------------------------------------------------------------------
+    "cpu-listed-twice-at-range-end": (
+        "core: cpu lists", "core/cpulist.py",
+        "if lo2 <= hi1:",
+        "if lo2 < hi1:",
+        "a CPU listed twice where one span ends ('0-3,3', '0,0') is accepted, not refused"),
+    "yaml-error-line-zero-based": (
+        "core: loader", "core/loader.py",
+        'entry = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "YAML"',
+        'entry = f"line {mark.line}, column {mark.column + 1}" if mark else "YAML"',
+        "a malformed study's refusal names the line before the bad one (0-based line)"),
+    "section-defaults-override-given": (
+        "core: schema sections", "core/schema.py",
+        "return {**_defaults(self.section), **self}",
+        "return {**self, **_defaults(self.section)}",
+        "Section.whole() lets the schema's defaults override what the study set"),
+    # -- report ------------------------------------------------------------------------------
+    "compare-change-over-new-study": (
+        "report: compare", "report/compare.py",
+        'row["change_pct"] = 100 * (r["time_median_s"] - b["time_median_s"]) / b["time_median_s"]',
+        'row["change_pct"] = 100 * (r["time_median_s"] - b["time_median_s"]) / r["time_median_s"]',
+        "compare's change relative to the other study's median, not the first (reference) study's"),
+    "machine-facts-gb-not-gib": (
+        "report: machine facts", "report/machine.py",
+        "append(mem.get(n, 0) / 1024)",
+        "append(mem.get(n, 0) / 1000)",
+        "the machine line's memory per node in GB from MiB / 1000, labelled GiB (96 GiB shown as 98.3)"),
+    # -- machine -----------------------------------------------------------------------------
+    "numactl-exact-version-refused": (
+        "machine: mempolicy", "machine/mempolicy.py",
+        'if version_tuple(facts["version"]) >= version_tuple(since):',
+        'if version_tuple(facts["version"]) > version_tuple(since):',
+        "numactl 2.0.19 itself said to lack --weighted-interleave (2.0.19+): its placements left out"),
+    "hwloc-cpuset-words-reversed": (
+        "machine: platform detect", "machine/platform_detect.py",
+        'for word in text.split(","):',
+        'for word in reversed(text.split(",")):',
+        "hwloc's cpuset words read least significant first: CPUs 0-31 and 32-63 swapped"),
+    "balancing-on-only-if-throughout": (
+        "machine: system", "machine/system.py",
+        "return any(v != 0 for v in vals) if vals else None",
+        "return all(v != 0 for v in vals) if vals else None",
+        "NUMA balancing on at the start but off at the end (or the reverse) counts as off: migration not judged"),
+    # -- record, run, cluster, builds ------------------------------------------------------
+    "outcome-not-needed-counted-ok": (
+        "record: workflow outcome", "record/store.py",
+        'n, ok = len(records), statuses.get("ok", 0)',
+        'n, ok = len(records), statuses.get("ok", 0) + statuses.get("not-needed", 0)',
+        "the workflow's last line counts not-needed runs as ok ('10 of 10 runs ok; 3 not needed')"),
+    "chunk-keeps-stale-not-needed": (
+        "run: chunk", "run/chunk.py",
+        'return rec.get("status") != "not-needed" or rec.get("adaptive") == adaptive',
+        "return True",
+        "a not-needed record is kept after the study changed its adaptive min/max/alpha (never decided again)"),
+    "perf-signal-as-exit-status": (
+        "run: counters", "run/counters.py",
+        "return -int(sig)",
+        "return int(sig)",
+        "a run killed by a signal under perf stat reads exit status 9, not killed by signal 9"),
+    "walltime-speedup-uncapped": (
+        "cluster: resources", "cluster/resources.py",
+        "serial_s / max(1, min(threads, SPEEDUP_CAP))",
+        "serial_s / max(1, threads)",
+        "a job's walltime assumes threads speed a run up without the 4x cap: 16-thread chunks asked for too little"),
+    "mcmodel-medium-compile-only": (
+        "builds: make.def", "builds/tree.py",
+        'fflags, flink = f"{fflags} -mcmodel=medium", f"{flink} -mcmodel=medium"',
+        'fflags = f"{fflags} -mcmodel=medium"',
+        "mcmodel-medium's flag only in FFLAGS, not FLINKFLAGS: the link of large classes still fails"),
+}
+ROUNDS = {1: MISTAKES, 2: ROUND_2, 3: ROUND_3}
 
 
 def caught_by(out):
@@ -342,7 +494,7 @@ def caught_by(out):
     return "the run (" + first_failure(out)[:120] + ")"
 
 
-def main(names, round_=2):
+def main(names, round_=3):
     mistakes = ROUNDS[round_]
     unknown = [n for n in names if n not in mistakes]
     if unknown:
@@ -396,7 +548,7 @@ def main(names, round_=2):
 if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description="Fresh hand-made mutants against the unit set (issue 42).")
-    ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=2, help="which round of mistakes (default 2)")
+    ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=3, help="which round of mistakes (default 3)")
     ap.add_argument("names", nargs="*", help="only these mistakes of the round")
     args = ap.parse_args()
     main(args.names, args.round)
