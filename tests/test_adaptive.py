@@ -130,6 +130,29 @@ def test_a_budget_steps_the_max_down_but_never_below_min():
     assert e.value.entry == "budget" and "an adaptive experiment's min" in e.value.problem
 
 
+def test_the_planned_runs_limit_counts_an_adaptive_experiment_at_its_max():
+    """Every round up to max is planned, so the `limits: {runs}` check counts max rounds:
+    2 placements x max 10 = 20 runs is above a limit of 10, though min 2 (4 runs) is not."""
+    with pytest.raises(ConfigError) as e:
+        Study(study(reps={"min": 2, "max": 10}, limits={"runs": 10}), "a.yaml", REPO / "config")
+    assert e.value.entry == "experiments" and "planned runs: 20" in e.value.problem, refusal(e.value)
+    assert len(Study(study(reps={"min": 2, "max": 5}, limits={"runs": 10}), "a.yaml", REPO / "config").runs) == 10
+
+
+def test_a_run_two_adaptive_experiments_share_is_judged_at_the_stricter_alpha():
+    """compact 2 is in an experiment at alpha 0.05 and one at alpha 0.01: it stops early only
+    when the stricter test (0.01) separates its case, with the larger min and max."""
+    s = study(exp_reps={"min": 2, "max": 5, "alpha": 0.05})
+    s["experiments"].append({"name": "strict", "repetitions": {"min": 3, "max": 4, "alpha": 0.01},
+                             "placements": [{"compact": [2]}]})
+    st = Study(s, "a.yaml", REPO / "config")
+    shared = [r for r in st.runs if len(r.experiments) == 2]
+    assert shared and all(st.adaptive(r.run_id) == Repetitions(3, 5, 0.01) for r in shared)
+    assert st.chunk_entry(shared[0].run_id)["adaptive"] == {"min": 3, "max": 5, "alpha": 0.01}
+    alone = [r for r in st.runs if r.experiments == ("two",)]
+    assert alone and all(st.adaptive(r.run_id) == Repetitions(2, 5, 0.05) for r in alone)
+
+
 # -- the decision ------------------------------------------------------------------------
 
 def rec(pid, rep, value, status="ok", bench="cg", threads=2, field="time_s", label=None):

@@ -63,3 +63,22 @@ def test_only_membw_and_memlat_records_reach_the_memory_tables(tmp_path):
     with mock.patch.object(aggregate, "iter_records", return_value=seen):
         tables = aggregate.build_tables(tmp_path)
     assert set(tables["memory"]["bench"]) == {"membw"} and len(tables["memory"]) == len(record_rows(seen[0]))
+
+
+def test_contention_runs_are_no_cells_of_the_node_by_node_matrix():
+    """membw parallel with several threads measures contention, not one reader on one node:
+    its rows neither change the matrix's medians nor its n. A one-reader parallel row is a
+    cell of its own (n 1)."""
+    import pandas as pd
+    p = finish((0, 1), Memory("local"), "threads", "numactl", "cpus 0,1", topo())
+    serial = record_rows(record(p))
+    contention = record_rows(record(p, "membw-parallel-2threads.txt"))
+    assert contention and all(r["mode"] == "parallel" and r["threads"] == 2 and r["status"] == "ok"
+                              for r in contention)
+    one_reader = {**contention[0], "threads": 1, "value": 1000.0}
+    alone = matrix_table(pd.DataFrame(serial, columns=COLUMNS))
+    both = matrix_table(pd.DataFrame(serial + contention + [one_reader], columns=COLUMNS))
+    assert not alone.empty
+    pd.testing.assert_frame_equal(both[both["mode"] == "serial"].reset_index(drop=True), alone)
+    (cell,) = both[both["mode"] == "parallel"].itertuples()
+    assert (cell.median, cell.n) == (1000.0, 1), both

@@ -116,6 +116,18 @@ def test_official_trees_compile_is_with_openmp_and_the_bundled_tree_as_before():
     assert "CFLAGS = -O3\n" in make_def({**settings, "fflags": "-O3"}, "default", "3.4")
 
 
+def test_mcmodel_medium_links_with_the_medium_code_model_too():
+    """Large classes fail at the link (relocation truncated to fit) unless the link has
+    -mcmodel=medium too: FLINKFLAGS carries it, also when the study sets no flinkflags."""
+    for version in (None, "3.4"):
+        text = make_def({"fc": "gfortran", "fflags": "-O3 -fopenmp"}, "mcmodel-medium", version)
+        assert "FFLAGS = -O3 -fopenmp -mcmodel=medium\n" in text, text
+        assert "FLINKFLAGS = -O3 -fopenmp -mcmodel=medium\n" in text, text
+        own = make_def({"fc": "gfortran", "fflags": "-O3", "flinkflags": "-O2 -fopenmp"}, "mcmodel-medium", version)
+        assert "FLINKFLAGS = -O2 -fopenmp -mcmodel=medium\n" in own, own
+        assert "mcmodel" not in make_def({"fc": "gfortran", "fflags": "-O3"}, "default", version)
+
+
 # -- what a run says ------------------------------------------------------------------------
 
 # written from NPB's report format (print_results.f90, c_print_results.c): not recorded

@@ -127,3 +127,20 @@ def test_a_job_reaching_the_frozen_study_by_another_path_reads_the_frozen_copy(t
     _, again = frozen.read_study(tmp_path / "home" / "study.yaml", REPO / "config")
     assert again.data == read.data
     assert yaml.safe_load(again.data)["repetitions"] == 3
+
+
+def test_a_study_file_deleted_while_its_study_ran_is_said_to_have_changed(tmp_path, monkeypatch):
+    """The workflow read study.yaml; it is then deleted (or becomes unreadable). The end of
+    the workflow says the study file changed while the study ran, as for an edit; an
+    untouched file gets no line."""
+    from numaplace.plan import frozen
+    monkeypatch.setenv(frozen.ENV, "")
+    monkeypatch.chdir(tmp_path)
+    first = {"study": "a", "platform": "x4600", "benchmarks": ["cg"], "classes": ["S"], "repetitions": 3,
+             "experiments": [{"name": "two", "placements": [{"compact": [2]}]}]}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(first))
+    _, read = frozen.read_study(tmp_path / "study.yaml", REPO / "config")
+    assert frozen.changed_note(read, "a", tmp_path / "results" / "a") is None
+    (tmp_path / "study.yaml").unlink()
+    note = frozen.changed_note(read, "a", tmp_path / "results" / "a")
+    assert note is not None and "study.yaml changed while study a ran" in note, note
