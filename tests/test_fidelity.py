@@ -199,6 +199,19 @@ def test_pinned_thread_left_unbound_is_drift():
     assert v["verdict"] == "drift" and v["threads"]["unbound"] == {"11": "0,6"}
 
 
+def test_a_master_seen_only_before_its_team_started_is_unknown_not_drift():
+    """Pinned threads, but the capture saw only the master, still on the launch mask,
+    before its first parallel region bound it (a short run on a slow machine): the run
+    ended before its team was seen, which is unknown; a mask wider than the placement's
+    CPUs is still drift."""
+    early = {"10": {"cpus": {"0": 2}, "allowed": "0,6", "by_allowed": {"0,6": {"0": 2}}}}
+    v = judge(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB}, threads=early, team=1))
+    assert v["threads"]["verdict"] == "unknown" and "ended before its parallel part" in v["threads"]["reason"], v
+    wide = {"10": {"cpus": {"0": 2}, "allowed": "0-7", "by_allowed": {"0-7": {"0": 2}}}}
+    v = judge(record(cpus="0,6", nodes="0,3", binding="threads", data={0: 50 * MiB}, threads=wide, team=1))
+    assert v["threads"]["verdict"] == "drift", v
+
+
 def test_npb_thread_count_differs_is_drift():
     v = judge(record(npb_threads=1))
     assert v["verdict"] == "drift" and "NPB ran 1 threads, the placement has 2" in v["reasons"][0]

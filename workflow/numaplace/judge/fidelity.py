@@ -72,6 +72,12 @@ def _threads(rec, cpus):
         reasons.append(f"NPB ran {npb_threads} threads, the placement has {expected}")
         out["npb_threads"] = npb_threads
     seen = _observe_threads(threads, set(cpus), pinned)
+    if team < expected:
+        # the team never seen: a thread still on the launch mask is the master before its
+        # first parallel region bound it, not a thread that drifted
+        for tid, mask in list(seen["unbound"].items()):
+            if mask != "?" and set(parse_cpulist(mask)) == set(cpus):
+                del seen["unbound"][tid]
     reasons += _thread_findings(seen, cpus, out)
     if pinned:
         out["bound_to"] = {t: c for t, c in sorted(seen["bound_to"].items())}
