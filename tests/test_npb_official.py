@@ -252,3 +252,14 @@ def test_unpacking_refuses_members_outside_the_tree(tmp_path, monkeypatch, membe
         assert member == "/etc/evil.txt" and has_filter and (dest / "etc" / "evil.txt").exists()
     assert not (tmp_path / "evil.txt").exists() and not Path("/etc/evil.txt").exists()
     assert not (tmp_path / "outside").exists()
+
+
+def test_a_serial_tree_is_never_taken_for_the_openmp_one():
+    """NPB 3.3's NPB3.3-SER (or an -MPI tree) given alone is refused, naming what was
+    found: the study measures OpenMP placements, and a serial CG would run one thread."""
+    from numaplace.plan.sources import TREE_PARTS, omp_tree
+    files = set(TREE_PARTS)
+    for name in ("NPB3.3-SER", "NPB3.4-MPI"):
+        with pytest.raises(ValueError, match=f"no NPB3.x-OMP tree .*found: {name}"):
+            omp_tree(f"/src/{name}", files)
+    assert omp_tree("/src/my-npb", files) == ""            # a renamed OMP tree given directly

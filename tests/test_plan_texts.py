@@ -85,3 +85,9 @@ def test_a_chunk_is_asked_once_whether_it_decides():
     assert [c.id for c in w["r2.c1"]] == ["r1.c1", "r1.c2"]
     w["r3.c1"].append("x")                   # each chunk's own list
     assert len(w["r3.c2"]) == 2
+
+
+def test_counts_are_said_with_their_plural_zero_included():
+    """'0 runs', '1 run', '2 runs': every line that counts says it as English does."""
+    from numaplace.core.text import counted
+    assert [counted(n, "run") for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
