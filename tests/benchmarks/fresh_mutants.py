@@ -28,7 +28,7 @@ report (compare's change, the machine's facts), the machine (numactl versions, h
 cpusets, NUMA balancing), record (the workflow's outcome), run (chunk records, perf's exit
 status), the cluster's walltime and the builds' make.def. Its survivors have had tests since (--round 3).
 
-Round 4 (ROUND_4, made 2026-11-28, the default): twenty-five new mistakes, none of rounds
+Round 4 (ROUND_4, made 2026-11-28): twenty-five new mistakes, none of rounds
 1-3's nor of the other benchmark files, again chosen from the package's code without
 reading any test file, after rounds 1-3's survivors had tests; mostly in files and
 functions the earlier rounds left alone: core (a count's plural, the limits' boundary,
@@ -39,7 +39,20 @@ insertion point), kinds (STREAM's answer share, the matrix cells' filter, membw'
 contention total), judge (the short placement, the migration share), plan (an NPB
 tree's -SER, adaptive min = max, loaded latency's thread count), tables (attempt
 numbers, explain's rank), the report (a differing system setting, compare's
-remote/local factor) and record (restoring a torn record from the journal).
+remote/local factor) and record (restoring a torn record from the journal). It stays
+runnable (--round 4).
+
+Round 5 (ROUND_5, made 2026-11-28, the default): twenty-five new mistakes, none of rounds
+1-4's nor of the other benchmark files, again chosen from the package's code without
+reading any test file, after round 4's survivors; at most two a file, every stage folder:
+plan (a duration's rounding, nearest's tie-break, an 8 x 8 matrix sampled), builds (NPB3.4's
+stat=, a failed build's reason), run (the progress line's recorded runs, pages over time
+thinned), record (keep_records' second name, retrying a failed build), judge (migration's
+samples, adaptive repetitions' ranking), tables (touching ranges, explain's miss), figures
+(the pages figure's GiB, the rows left out), the report (report.html's row counts, the
+measured machine time), core (sizes shown, the median's coverage), kinds (a memory cell's
+intended node, MG's shared share), machine (the migration counters' change, a hybrid CPU's
+running share) and cluster (a run's memory request, the PBS queue).
 
 For each mistake a copy of the package (workflow/numaplace as it is in the working tree;
 behaviour_bugs.shadow) gets it as one exact text replacement (the text must be there once),
@@ -51,7 +64,7 @@ A mistake is caught when the run fails (the first failing test is named), else i
 SURVIVED. The unit set must pass on the copy without a mistake (checked first). The working
 tree is never edited.
 
-    .venv/bin/python tests/benchmarks/fresh_mutants.py [--round 1|2|3|4] [names...]   (from the repository root)
+    .venv/bin/python tests/benchmarks/fresh_mutants.py [--round 1|2|3|4|5] [names...]   (from the repository root)
 
 Prints one row per mistake (mistake, file:line, caught by / SURVIVED) and the rate; exits
 non-zero when the rate is below 90 %.
@@ -623,7 +636,150 @@ ROUND_4 = {
         'sum().groupby("threads").mean()',
         "membw's summed bandwidth per thread count the mean over runs, not the median"),
 }
-ROUNDS = {1: MISTAKES, 2: ROUND_2, 3: ROUND_3, 4: ROUND_4}
+# Round 5 (2026-11-28), chosen from the package's code alone, without reading any test file,
+# after round 4's survivors: none of rounds 1-4's, behaviour_bugs.py's, named_mutations.py's or
+# mutation-survivors.md's; at most 2 a file, every stage folder.
+ROUND_5 = {
+    # -- plan ------------------------------------------------------------------------------
+    'duration-minutes-floored': (
+        'plan: durations', 'plan/budget.py',
+        'm = round(seconds / 60)',
+        'm = int(seconds // 60)',
+        "a duration's minutes rounded down, not to the nearest: 170 s reads '2 min', 1 h 29.6 min '1 h 29 min'"),
+    'nearest-tie-highest-node': (
+        'plan: portable words', 'plan/placement.py',
+        'return [(min(n for n in others if dist[n] == best),)]',
+        'return [(max(n for n in others if dist[n] == best),)]',
+        'membind/preferred nearest|farthest break a tie by the highest node: on 4 equidistant nodes '
+        'nearest from node 0 is node 3, not 1'),
+    'matrix-8x8-sampled': (
+        'plan: memory cells', 'plan/memory_specs.py',
+        '(how == "auto" and len(every) <= SAMPLE_ABOVE)',
+        '(how == "auto" and len(every) < SAMPLE_ABOVE)',
+        'cells: auto samples a matrix of exactly 64 cells (8 x 8 nodes) instead of measuring every one'),
+    # -- builds ----------------------------------------------------------------------------
+    'allocate-stat-taken-for-array': (
+        'builds: serial init', 'builds/serial_init.py',
+        'if token and "=" not in token:',
+        'if token:',
+        "NPB3.4's allocate(..., stat=ios) read as an array named stat: 'stat = 0' inserted, the build fails"),
+    'build-reason-last-error': (
+        'builds: failure reason', 'builds/tree.py',
+        'f": {errors[0][:300]}"',
+        'f": {errors[-1][:300]}"',
+        "a failed build's one-line reason quotes the log's last error line ('make: *** Error 1'), not the first"),
+    # -- run -------------------------------------------------------------------------------
+    'progress-started-run-counted-recorded': (
+        'run: progress', 'run/progress.py',
+        'if rid not in started or not os.path.exists(runs / rid / "record.json")]',
+        'if rid not in started and not os.path.exists(runs / rid / "record.json")]',
+        "a run whose folder exists without a record (measuring now, or killed) counted as recorded in the progress line"),
+    'pages-over-time-drops-last': (
+        'run: pages over time', 'run/pages_over_time.py',
+        'step = (len(have) - 1) / (max_points - 1)',
+        'step = len(have) / max_points',
+        'more than 60 numa_maps samples thinned without the last one (120 samples: 0, 2, ... 118)'),
+    # -- record ----------------------------------------------------------------------------
+    'keep-records-skips-other-kept': (
+        'record: keep records', 'record/store.py',
+        'if _same_file(record, kept) or (not _reads(record) and _reads(kept)):',
+        'if _same_file(record, kept) or (not _reads(record) or _reads(kept)):',
+        "a KEPT that is another readable file left as it is: the rewritten record.json gets no second name"),
+    'retry-renames-ok-build': (
+        'record: retry a failed build', 'record/store.py',
+        'json.loads(build.read_text()).get("status") != "ok"',
+        'json.loads(build.read_text()).get("status") == "ok"',
+        "retry-failed of a build-failed run keeps the failed build record (and renames an ok one): nothing is rebuilt"),
+    # -- judge -----------------------------------------------------------------------------
+    'migration-needs-three-samples': (
+        'judge: migration', 'judge/fidelity.py',
+        'if len(settled) < 2 or not final:',
+        'if len(settled) < 3 or not final:',
+        "migration unknown with two settled samples (an older record's peak and last): pages that moved not judged"),
+    'separation-ranks-slowest-first': (
+        'judge: separation', 'judge/separation.py',
+        'sign = -1 if higher else 1',
+        'sign = 1 if higher else -1',
+        "adaptive repetitions rank placements the wrong way: NPB's two slowest compared as best and runner-up"),
+    # -- tables ----------------------------------------------------------------------------
+    'touching-ranges-beyond-noise': (
+        'tables: beyond noise', 'tables/aggregate.py',
+        'overlap = bool(best["time_max_s"] >= worst["time_min_s"])',
+        'overlap = bool(best["time_max_s"] > worst["time_min_s"])',
+        "best max equal to worst min (10.00 s both, NPB's 0.01 s) counted as apart: 'beyond noise'"),
+    'explain-miss-or-outside': (
+        'tables: explain', 'tables/explain.py',
+        'if abs(r["off_pct"]) > 100 * MISS * (1 + FIT_SLACK) and outside:',
+        'if abs(r["off_pct"]) > 100 * MISS * (1 + FIT_SLACK) or outside:',
+        'a placement 3 % off the line but outside its tight min-max range named unexplained'),
+    # -- figures ---------------------------------------------------------------------------
+    'pages-gib-as-1e9': (
+        'figures: pages', 'figures/plots.py',
+        'unit, div = ("GiB", 2 ** 30) if big else ("MiB", 2 ** 20)',
+        'unit, div = ("GiB", 10 ** 9) if big else ("MiB", 2 ** 20)',
+        "the pages figure's GiB are 10^9 bytes: bars and labels 7.4 % high"),
+    'cut-middle-at-limit': (
+        'figures: rows left out', 'figures/plots.py',
+        '    if len(df) <= limit:\n        return df, None',
+        '    if len(df) < limit:\n        return df, None',
+        "a figure with exactly max_rows rows gets a gap row '⋮ 0 more' (variability, pages, serial init)"),
+    # -- report ----------------------------------------------------------------------------
+    'html-table-rows-shown': (
+        'report: html tables', 'report/html.py',
+        '"link": link, "rows": len(df),',
+        '"link": link, "rows": len(shown),',
+        "report.html gives a table of 120 rows as 50 (the rows shown), not its length"),
+    'machine-time-from-later-start': (
+        'report: machine time', 'report/summary.py',
+        'first = min([start.min()] + built)',
+        'first = max([start.min()] + built)',
+        "the answer's measured machine time starts at the first run, not at the builds before it"),
+    # -- core ------------------------------------------------------------------------------
+    'byte-size-exact-power-down': (
+        'core: sizes', 'core/text.py',
+        '        if b >= 1 << k:',
+        '        if b > 1 << k:',
+        "a size of exactly 1 GiB (or 4 MiB) shown in the unit below: '1.02e+03 MiB'"),
+    'median-coverage-one-too-many': (
+        'core: median interval', 'core/stats.py',
+        'return float(v.min()), float(v.max()), 1 - 2.0 ** (1 - len(v))',
+        'return float(v.min()), float(v.max()), 1 - 2.0 ** -len(v)',
+        "the min-max interval of few runs claims too much coverage: 87.5 % with 3 runs, not 75 %"),
+    # -- kinds -----------------------------------------------------------------------------
+    'intended-node-last-thread': (
+        'kinds: memory cells', 'kinds/microbench.py',
+        'first = int(placement["order"].split(",")[0])',
+        'first = int(placement["order"].split(",")[-1])',
+        "a first-touch cell's buffer meant for the reader's node (the last thread), not thread 0's"),
+    'mg-shared-share-floor-one': (
+        'kinds: NPB explain model', 'kinds/npb.py',
+        'return min(1.0, 2 * threads / n) if n else 0.0',
+        'return max(1.0, 2 * threads / n) if n else 0.0',
+        "MG's shared share at least 1: MG.A on 4 threads shares everything (1.0, not 0.031)"),
+    # -- machine ---------------------------------------------------------------------------
+    'vmstat-delta-reversed': (
+        'machine: system', 'machine/system.py',
+        'system["vmstat_delta"] = {k: now[k] - start[k] for k in now if k in start}',
+        'system["vmstat_delta"] = {k: start[k] - now[k] for k in now if k in start}',
+        "the migration counters' change taken start - end: pages migrated during a run negative"),
+    'hybrid-running-pct-largest': (
+        'machine: perf stat', 'machine/pmu.py',
+        'prev["running_pct"] = min(p for p in (prev["running_pct"], pct) if p is not None)',
+        'prev["running_pct"] = max(p for p in (prev["running_pct"], pct) if p is not None)',
+        "an event on a hybrid CPU's two core PMUs runs the larger share (100 %, not the 50 % it was multiplexed)"),
+    # -- cluster ---------------------------------------------------------------------------
+    'run-mem-at-least-node': (
+        'cluster: resources', 'cluster/resources.py',
+        'mem = min(mem, settings.mem_mb_per_node)',
+        'mem = max(mem, settings.mem_mb_per_node)',
+        "a run's memory request at least the node's whole memory, not capped by it"),
+    'pbs-queue-from-partition-first': (
+        'cluster: PBS queue', 'cluster/pbs.py',
+        'queue = res.get("pbs_queue") or res.get("slurm_partition")',
+        'queue = res.get("slurm_partition") or res.get("pbs_queue")',
+        "qsub -q takes the platform's partition over the job's own pbs_queue"),
+}
+ROUNDS = {1: MISTAKES, 2: ROUND_2, 3: ROUND_3, 4: ROUND_4, 5: ROUND_5}
 
 
 def caught_by(out):
@@ -634,7 +790,7 @@ def caught_by(out):
     return "the run (" + first_failure(out)[:120] + ")"
 
 
-def main(names, round_=4):
+def main(names, round_=5):
     mistakes = ROUNDS[round_]
     unknown = [n for n in names if n not in mistakes]
     if unknown:
@@ -688,7 +844,7 @@ def main(names, round_=4):
 if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description="Fresh hand-made mutants against the unit set (issue 42).")
-    ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=4, help="which round of mistakes (default 4)")
+    ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=5, help="which round of mistakes (default 5)")
     ap.add_argument("names", nargs="*", help="only these mistakes of the round")
     args = ap.parse_args()
     main(args.names, args.round)
