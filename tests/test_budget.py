@@ -501,3 +501,55 @@ def test_a_spill_on_this_machine_says_free_memory():
     assert s.measured is True and str(s) == "cg.C default: 891 MiB of pages meant for node 0, which has 500 MiB free"
     assert str(Spill("mg", "B", "default", 1, 435.4, 400, False)) == \
         "mg.B default: 435 MiB of pages meant for node 1, which has 400 MiB in all"
+
+
+# -- how busy the machine is, at the thresholds ----------------------------------------------
+
+def test_the_load_is_the_mean_busy_share_of_this_process_cpus(monkeypatch):
+    """CPUs this process may not use do not count; the share is their mean, not the busiest one."""
+    from numaplace.machine import idle
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.23456, 9.0, 9.0))
+    monkeypatch.setattr(idle, "cpu_busy", lambda seconds: {0: 0.1, 1: 0.5, 2: 0.0, 3: 1.0})
+    assert budget.machine_load() == budget.Load(0.2, 1.23, 3)
+    monkeypatch.setattr(idle, "cpu_busy", lambda seconds: {7: 1.0})          # none of ours measured
+    assert budget.machine_load() == budget.Load(0.0, 1.23, 3)
+    assert budget.Load(0.2, 1.23, 3).words() == "load 1.2 on 3 CPUs, 20 % of their time taken by other processes"
+    assert budget.Load(0.004, 0.0, 1).words() == "load 0.0 on 1 CPU, 0 % of their time taken by other processes"
+
+
+def test_a_machine_exactly_at_the_busy_threshold_is_quiet(tmp_path, monkeypatch):
+    """run.idle_busy_max is the most others may take: at it the study starts unsaid, the probe
+    is kept and the plan says nothing; just above it, it is busy."""
+    said = []
+    run = {"idle_busy_max": 0.15, "when_busy": "stop", "busy_wait": 60}
+    assert budget.wait_for_quiet(run, said.append, load_of=lambda: _load(0.15)) is True and said == []
+    assert budget.wait_for_quiet(run, said.append, load_of=lambda: _load(0.151)) is False and len(said) == 1
+    assert budget.BUSY_MAX == 0.15
+    monkeypatch.setattr(budget, "read_bandwidth", lambda probes=None: 32.0)
+    monkeypatch.setattr(budget, "start_seconds", lambda: budget.REF_START_S)
+    monkeypatch.setattr(budget, "machine_load", lambda: _load(0.15))
+    budget.machine_speed(tmp_path / "s")
+    kept = json.loads((tmp_path / "s" / budget.SPEED_FILE).read_text())
+    assert kept["busy_when_probed"] is False and kept["busy"] == 0.15
+    assert budget.busy_words(tmp_path / "s", 0.15) is None
+    assert budget.busy_words(tmp_path / "s", 0.149) == (
+        "this machine is busy (load 0.1 on 2 CPUs, 15 % of their time taken by other processes): the estimate "
+        "and the measurements will not be reliable (run.when_busy: wait waits for quiet, stop stops)")
+    monkeypatch.setattr(budget, "machine_load", lambda: _load(0.2))
+    budget.machine_speed(tmp_path / "t")
+    assert json.loads((tmp_path / "t" / budget.SPEED_FILE).read_text())["busy_when_probed"] is True
+
+
+def test_the_slowest_speed_ignores_probes_that_are_no_bandwidth(tmp_path):
+    """A zero, negative or non-number probe in speed.json is no slowest reading."""
+    (tmp_path / budget.SPEED_FILE).write_text(json.dumps(
+        {"host": os.uname().nodename, "read_gbs_probes": [0, -3.0, "2", None, 8.0, 24.0, 16]}))
+    assert budget.slowest_speed(tmp_path, Speed(0.75, 2.0)) == Speed(8.0 / 32.0, 2.0)
+    (tmp_path / budget.SPEED_FILE).write_text(json.dumps({"host": os.uname().nodename, "read_gbs_probes": [0]}))
+    assert budget.slowest_speed(tmp_path, Speed(0.75, 2.0)) == Speed(0.75, 2.0)
+
+
+def test_a_runs_fixed_cost_at_the_reference_is_a_third_of_a_second():
+    """The measured gap between runs there (0.34 s in the default study): the estimate's base."""
+    assert (budget.RUN_OVERHEAD_S, budget.BUILD_S, budget.REF_READ_GBS, budget.REF_START_S) == (0.35, 1.0, 32.0, 0.10)

@@ -195,3 +195,63 @@ def test_a_dry_check_changes_nothing(results):
     damage(record, 5)
     lines = check_records(results, restore=False)
     assert record.read_bytes() == original[:5] and "can restore" in lines[0]
+
+
+def test_a_journal_line_whose_bytes_do_not_match_its_checksum_is_no_copy(results):
+    """Bit rot inside a line that still parses as JSON: its checksum tells, and the line
+    is never used to restore a record."""
+    record, original = written(results)
+    good = store._journal_line("runs/x/record.json", b'{"status": "ok"}')
+    bad = json.loads(store._journal_line("runs/y/record.json", b'{"status": "ok"}'))
+    bad["bytes"] = '{"status": "no"}'
+    (results / JOURNAL).write_bytes(good + (json.dumps(bad) + "\n").encode())
+    assert store.journal_entries(results / JOURNAL) == [
+        ("runs/x/record.json", store._sha(b'{"status": "ok"}'), b'{"status": "ok"}')]
+    assert store.journal_entries(results / "missing.journal") == []
+
+
+def test_an_emptied_record_is_restored_from_its_latest_journal_copy(results):
+    """A record written twice in place (the run measured again): its journal has both; an
+    empty file is the beginning of either, and the latest is the record."""
+    record, first = written(results, a_record("timeout", reason="killed after 60 s"))
+    _, second = written(results)
+    damage(record, 0)
+    check_records(results)
+    assert record.read_bytes() == second and first != second
+
+
+def test_the_journal_copy_restored_is_the_one_the_damaged_bytes_begin(results):
+    """A later copy journaled whose rename never happened (a crash in between): the record
+    on disk is the earlier one; truncated, it is restored from the copy it begins, not
+    from the latest one."""
+    record, first = written(results, a_record("timeout", reason="killed after 60 s"))
+    second = json.dumps(a_record("ok"), indent=1).encode()
+    store._journal_append(results / JOURNAL, [store._journal_line(f"runs/{RID}/record.json", second)])
+    damage(record, len(first) - 3)
+    check_records(results)
+    assert record.read_bytes() == first
+
+
+def test_an_attempt_is_restored_only_from_a_copy_that_tells_it_apart(results):
+    """Two attempts damaged at once: emptied, each is the beginning of both journal copies,
+    and neither is guessed (both named); cut past where they differ, each gets its own."""
+    record, first = written(results, a_record("timeout", reason="killed after 60 s"))
+    set_aside(record.parent)
+    _, second = written(results, a_record("failed", reason="exit status 1"))
+    set_aside(record.parent)
+    written(results)
+    attempts = [record.parent / "attempts" / n / "record.json" for n in ("1", "2")]
+    assert [a.read_bytes() for a in attempts] == [first, second]
+    for a in attempts:
+        damage(a, 0)
+    lines = check_records(results)
+    assert [a.read_bytes() for a in attempts] == [b"", b""]
+    assert lines == [f"numaplace: {a} does not read as a record and no intact copy of it is kept; it stays in "
+                     f"the report as unreadable; to measure the run again: numaplace retry-failed {results} "
+                     f"--status unreadable" for a in attempts]
+    differ = next(i for i, (x, y) in enumerate(zip(first, second)) if x != y) + 1
+    for a, data in zip(attempts, (first, second)):
+        os.chmod(a, 0o644)
+        a.write_bytes(data[:differ])                 # torn: its beginning only
+    check_records(results)
+    assert [a.read_bytes() for a in attempts] == [first, second]

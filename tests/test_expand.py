@@ -37,6 +37,10 @@ def shown(out):
     ({"layout": "3/1"}, UNEVEN, ("ConfigError", "f.yaml: e: layout '3/1' fits on no choice of nodes of platform u")),
     ({"layout": "3/1", "nodes": "0-1"}, UNEVEN, ("ConfigError", "f.yaml: e.layout: layout asks for 3 threads on "
                                                                 "node 0, which has 2 CPUs")),
+    # with SMT siblings: a node's every hardware thread counts for a layout, smt: true counts CPUs
+    ({"layout": "5/1", "nodes": [0, 1]}, SMT, ("ConfigError", "f.yaml: e.layout: layout asks for 5 threads on "
+                                                             "node 0, which has 4 CPUs")),
+    ({"compact": [9], "smt": True}, SMT, ("ConfigError", "f.yaml: e.compact: 9 threads but platform smt has 8 CPUs")),
 ])
 def test_what_a_wrong_spec_is_told(spec, topo, error):
     assert told(spec, topo) == error
@@ -195,3 +199,15 @@ def test_a_membind_matrix_is_its_cells_whatever_the_studys_memory_list():
     several = expand_experiment(exp, {"memory": ["local", {"interleave": "all"}]}, TWO, "f.yaml", "e")
     assert len(one) == 4
     assert [(p.id, p.label) for p in several] == [(p.id, p.label) for p in one]
+
+
+def test_a_plan_line_is_read_back_as_entry_kind_and_reason():
+    """The report reads decisions as data: not applicable, left out, or a plain note."""
+    from numaplace.plan.expand import not_applicable_record
+    assert not_applicable_record("e.placements[0]: not applicable here: 1 NUMA node: spread 2 would be compact 2") == \
+        {"entry": "e.placements[0]", "what": "not-applicable", "why": "1 NUMA node: spread 2 would be compact 2"}
+    assert not_applicable_record("experiments[1] (far): left out: none of its placements exists: here: x") == \
+        {"entry": "experiments[1] (far)", "what": "left-out", "why": "none of its placements exists: here: x"}
+    assert not_applicable_record("a: b: not applicable here: c: not applicable here: d") == \
+        {"entry": "a: b", "what": "not-applicable", "why": "c: not applicable here: d"}
+    assert not_applicable_record("the machine is busy") == {"entry": "", "what": "note", "why": "the machine is busy"}

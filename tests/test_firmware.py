@@ -188,3 +188,79 @@ def test_a_ratio_needs_the_initiators_own_node_value(tmp_path):
             2: ([0, 1], 200, 200, 30000, 30000)}
     fw = read_firmware(fake_sysfs(tmp_path, slit, hmat))
     assert list(firmware_ratios(fw)) == [(0, 1), (0, 2)]
+
+
+def test_disagreement_lines_at_the_tolerance_edge_with_their_printed_digits(tmp_path):
+    """Apart means more than 25 % apart (2.5 against 2.0 is exactly 25 %: not apart; 2.0
+    against 1.6: 25 %, not apart; 1.3 against 1.0: apart); a ratio is the distance over
+    the reader's own local distance; figures print with 2 significant digits; a cell of a
+    node to itself, or without a measured value (None, NaN), is never a line."""
+    slit = {0: [10, 25, 13], 1: [25, 10, 20], 2: [13, 20, 10]}
+    fw = read_firmware(fake_sysfs(tmp_path, slit))
+    nan = float("nan")
+    measured = {(0, 1): {"latency_ratio": 2.0},         # SLIT 2.5: exactly 25 % apart, not more
+                (1, 2): {"latency_ratio": 1.6},         # SLIT 2.0: 25 %
+                (0, 2): {"latency_ratio": 1.0},         # SLIT 1.3: 30 %
+                (1, 0): {"latency_ratio": 2.126},       # SLIT 2.5: 17.6 %
+                (2, 0): {"latency_ratio": 1.04},        # SLIT 1.3: exactly 25 %
+                (2, 1): {"latency_ratio": nan, "bandwidth_ratio": 0.5},
+                (1, 1): {"latency_ratio": 1.4, "bandwidth_ratio": 0.7}}
+    assert disagreements(fw, measured) == ["node 0 -> node 2: SLIT says 1.3x local latency, measured 1x"]
+    assert disagreements(fw, measured, tolerance=0.2) == [
+        "node 0 -> node 1: SLIT says 2.5x local latency, measured 2x",
+        "node 0 -> node 2: SLIT says 1.3x local latency, measured 1x",
+        "node 1 -> node 2: SLIT says 2x local latency, measured 1.6x",
+        "node 2 -> node 0: SLIT says 1.3x local latency, measured 1x"]
+    assert disagreements(fw, {(1, 0): {"latency_ratio": 1.5}}) == [
+        "node 1 -> node 0: SLIT says 2.5x local latency, measured 1.5x"]
+    assert disagreements(fw, {(0, 1): {"latency_ratio": 3.456}}) == [
+        "node 0 -> node 1: SLIT says 2.5x local latency, measured 3.5x"]
+    assert disagreements(fw, {(0, 1): {"latency_ratio": None, "bandwidth_ratio": 0.1}}) == []
+
+
+def test_a_slit_ratio_is_over_the_readers_own_distance(tmp_path):
+    """A firmware giving node 1 a local distance of 12 (not 10): 1 -> 0 is 24/12 = 2x."""
+    fw = read_firmware(fake_sysfs(tmp_path, {0: [10, 24], 1: [24, 12]}))
+    assert fw["slit"] == [[10, 24], [24, 12]]
+    assert disagreements(fw, {(1, 0): {"latency_ratio": 2.0}, (0, 1): {"latency_ratio": 2.4}}) == []
+    assert disagreements(fw, {(1, 0): {"latency_ratio": 2.4}}) == []
+    assert disagreements(fw, {(1, 0): {"latency_ratio": 2.6}}) == [
+        "node 1 -> node 0: SLIT says 2x local latency, measured 2.6x"]
+
+
+def test_a_distance_row_of_another_length_is_no_slit_and_odd_access_classes(tmp_path):
+    """A row with a value for a node sysfs does not show (3 values, 2 nodes) is no SLIT; an
+    access class with initiators but no values keeps its initiators; values without any
+    initiator are kept too; a class with neither is absent; a tier's abstract distance is
+    kept where the kernel shows it."""
+    root = fake_sysfs(tmp_path, {0: [10, 21, 30], 1: [21, 10, 30]}, {0: ([0], 0, 0, 0, 0), 1: ([], 90, 0, 0, 0)},
+                      {4: "0-1"})
+    (root / "devices/virtual/memory_tiering/memory_tier4/abstract_distance").write_text("512\n")
+    empty = root / "devices/system/node/node1/access9/initiators"      # not an access class read
+    empty.mkdir(parents=True)
+    fw = read_firmware(root)
+    assert fw["slit"] is None and fw["nodes"] == [0, 1]
+    assert fw["hmat"] == {"0": {"access0": {"initiators": [0]}, "access1": {"initiators": [0]}},
+                          "1": {"access0": {"initiators": [], "read_latency_ns": 90},
+                                "access1": {"initiators": [], "read_latency_ns": 90}}}
+    assert fw["tiers"] == [{"tier": 4, "nodes": [0, 1], "abstract_distance": 512}]
+    for f in (root / "devices/system/node/node1").glob("access*/initiators/read_latency"):
+        f.write_text("0\n")
+    assert "1" not in read_firmware(root)["hmat"]
+
+
+def test_nodes_numbered_from_ten_up_and_a_failed_measurement(tmp_path):
+    """Nodes 2 and 10 (numbers, not text order: 2 first); a measured ratio of 0 (a cell that
+    failed) is never compared (no line, no division by zero); a sysfs value is read up to
+    a page, 4096 bytes."""
+    fw = read_firmware(fake_sysfs(tmp_path / "a", {10: [10, 21], 2: [21, 10]}, cpus={2: "0-1", 10: "2-3"}))
+    assert fw["nodes"] == [2, 10] and fw["slit"] == [[21, 10], [10, 21]]
+    fw = read_firmware(fake_sysfs(tmp_path / "b", SLIT, HMAT))
+    assert disagreements(fw, {(0, 1): {"latency_ratio": 0.0, "bandwidth_ratio": 0.0},
+                              (0, 2): {"latency_ratio": 2.5, "bandwidth_ratio": 0.0}}) == [
+        "node 0 -> node 2: SLIT says 4x local latency, measured 2.5x"]
+    big = tmp_path / "big"
+    big.write_text("9" * 10000)
+    assert firmware._read(big) == "9" * 4096
+    assert firmware._read(tmp_path / "none") is None
+    assert firmware.int_or_none(" 42\n") == 42 and firmware.int_or_none("") is None and firmware.int_or_none(None) is None

@@ -269,3 +269,18 @@ def test_foreign_load_note_says_two_jiffies_of_the_run_are_noise():
     hz = idle.CLK_TCK
     note = idle.foreign_load({0: (0, 0)}, {0: (0, 0)}, (0,), 2 / hz, 0.0)["note"]
     assert note == f"jiffy resolution (1/{hz} s): shares below ~100% of short runs are noise"
+
+
+def test_the_default_window_is_a_tenth_of_a_second(monkeypatch, clock):
+    """An idle check not given a length samples /proc/stat 0.1 s apart."""
+    fake_proc_stat(monkeypatch, stat_text((0,) * 10), stat_text((1, 0, 0, 9, 0, 0, 0, 0, 0, 0)))
+    assert idle.cpu_busy() == {0: 0.1}
+    assert clock.slept == [0.1] and idle.IDLE_WINDOW_S == 0.1
+
+
+def test_own_cpu_time_counts_every_thread_and_reaped_children_in_user_and_system(monkeypatch):
+    """The benchmark is a reaped child: its user and system time are the run's own, and
+    so are this process's."""
+    monkeypatch.setattr(idle.os, "times", lambda: type("T", (), {
+        "user": 1.5, "system": 0.25, "children_user": 4.0, "children_system": 0.125, "elapsed": 99.0})())
+    assert idle.own_cpu_s() == 5.875

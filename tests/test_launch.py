@@ -111,3 +111,68 @@ def test_a_plan_tsv_command_runs_in_bash_as_written(tmp_path):
     assert line.startswith("OMP_NUM_THREADS=1 OMP_PLACES='{0}' OMP_PROC_BIND=true taskset -c 0 ./bench.x")
     out = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.strip() == "1|{0}|true|--sizes 1M,2M", out.stderr
+
+
+def test_each_memory_policy_has_its_numactl_option_study_form_and_id_code():
+    """The registry's words are what studies, ids and numactl lines are made of."""
+    from numaplace.plan.launch import MEMORY_POLICIES
+    assert [(m.name, m.short, m.option, m.form) for m in MEMORY_POLICIES.values()] == [
+        ("local", "loc", "--localalloc", "local"),
+        ("interleave", "il", "--interleave", "{interleave: nodes}"),
+        ("membind", "mb", "--membind", "{membind: nodes}"),
+        ("preferred", "pr", "--preferred", "{preferred: node}"),
+        ("weighted-interleave", "wi", "--weighted-interleave", "{weighted-interleave: nodes}"),
+        ("preferred-many", "pm", "--preferred-many", "{preferred-many: nodes}")]
+    assert MEMORY_POLICIES["local"].schema() == {"const": "local"}
+    assert MEMORY_POLICIES["preferred"].schema() == {
+        "type": "object", "additionalProperties": False, "required": ["preferred"],
+        "properties": {"preferred": {"anyOf": [{"$ref": "#/$defs/node"}, {"enum": ["nearest", "farthest"]}]}}}
+    assert MEMORY_POLICIES["preferred-many"].schema("n", "l") == {
+        "type": "object", "additionalProperties": False, "required": ["preferred-many"],
+        "properties": {"preferred-many": {"anyOf": [{"$ref": "l"}]}}}
+    assert [(n, m.kernel, m.numactl_since) for n, m in MEMORY_POLICIES.items() if m.kernel] == [
+        ("weighted-interleave", (6, 9), "2.0.19"), ("preferred-many", (5, 15), "2.0.15")]
+
+
+def test_a_refused_memory_value_is_told_in_one_line_naming_the_policy():
+    """What is wrong with {policy: value}: one node for preferred, no node twice, no weights."""
+    from numaplace.plan.launch import MEMORY_POLICIES as M
+    assert M["preferred"].refusal([1, 2]) == "preferred needs one node id (got [1, 2])"
+    assert M["membind"].refusal([1, 2, 1]) == "membind lists node 1 twice"
+    assert M["membind"].refusal([1, 2]) == "membind needs a non-empty list of node ids, or a node list like " \
+                                           "'0-3' (got [1, 2])"
+    assert M["weighted-interleave"].refusal({"0": 1}) == (
+        "weighted-interleave takes nodes only and interleaves by the kernel's weights "
+        "(/sys/kernel/mm/mempolicy/weighted_interleave/node<N>, set by root); explicit weights are not "
+        "supported (got {'0': 1})")
+    assert M["interleave"].refusal({"0": 1}).startswith("interleave needs a non-empty list")
+    assert M["local"].refusal(3) is None
+
+
+def test_a_kernel_older_than_a_policy_says_which_version_it_needs():
+    """6.8 lacks weighted interleave (6.9+), 5.14 preferred-many (5.15+); the release itself has it."""
+    from numaplace.plan.launch import MEMORY_POLICIES as M
+    assert M["weighted-interleave"].missing_here("6.8.0-45-generic") == \
+        "kernel 6.8 has no weighted interleave (6.9+)"
+    assert M["weighted-interleave"].missing_here("6.9.0") is None
+    assert M["weighted-interleave"].missing_here("6.9") is None and M["weighted-interleave"].missing_here("6.9-rc1") is None
+    assert M["preferred-many"].missing_here("5.14.21-150500") == \
+        "kernel 5.14 has no preferred-many memory policy (5.15+)"
+    assert M["preferred-many"].missing_here("5.15.0") is None
+    assert M["membind"].missing_here("3.0") is None
+    assert M["membind"].facts() == {} and M["interleave"].facts() == {}
+
+
+def test_missing_tools_name_each_launchers_program_and_its_debian_package_once():
+    """Before the first job: one line per tool not on PATH, launchers sorted, each once."""
+    from numaplace.plan.launch import missing_tools
+    assert missing_tools(["taskset", "aprun", "omp", "numactl", "taskset"], which=lambda t: None) == [
+        "launcher aprun needs aprun, which is not on PATH here (Debian: apt-get install aprun); nothing was run",
+        "launcher numactl needs numactl, which is not on PATH here (Debian: apt-get install numactl); "
+        "nothing was run",
+        "launcher taskset needs taskset, which is not on PATH here (Debian: apt-get install util-linux); "
+        "nothing was run"]
+    assert missing_tools(["numactl", "taskset"], which=lambda t: None if t == "numactl" else "/bin/" + t) == [
+        "launcher numactl needs numactl, which is not on PATH here (Debian: apt-get install numactl); "
+        "nothing was run"]
+    assert missing_tools(["omp"], which=lambda t: None) == []

@@ -224,3 +224,124 @@ def test_each_openmp_thread_gets_its_cpu_in_thread_order(tmp_path):
         out = run_line(entry["line"], tmp_path)
         assert out.returncode == 0, out.stderr
         assert sorted(out.stdout.splitlines()) == ["thread 0 cpus 1", "thread 1 cpus 0"], entry["line"]
+
+
+def test_an_option_without_its_value_is_a_line_error_not_a_crash():
+    """`taskset -c` at the end of a line: the checker says which option lacks its value."""
+    with pytest.raises(LineError, match="^-c needs a value$"):
+        resolve("OMP_NUM_THREADS=1 taskset -c", {0: 0})
+    with pytest.raises(LineError, match="^-d needs a value$"):
+        resolve("OMP_NUM_THREADS=1 aprun -n 1 -d", {0: 0})
+
+
+FOUR = {c: c // 2 for c in range(8)}       # CPU -> node: 4 nodes of two CPUs
+
+
+@pytest.mark.parametrize("line, threads, cpus, policy, nodes, args", [
+    ("OMP_NUM_THREADS=2 numactl -C 0-1 -m 2,3 ./x a b", 2, [[0, 1], [0, 1]], "membind", [2, 3], ["a", "b"]),
+    ("OMP_NUM_THREADS=2 numactl -C 0-1 -i 0-3 -l ./x", 2, [[0, 1], [0, 1]], "local", [0], []),
+    ("OMP_NUM_THREADS=3 numactl --physcpubind=4-6 --preferred=1 ./x", 3, [[4, 5, 6]] * 3, "preferred", [1], []),
+    ("OMP_NUM_THREADS=2 srun --nodes=1 --ntasks=1 --exclusive --cpu-bind=mask_cpu:0x30 --mem-bind=local ./x",
+     2, [[4, 5], [4, 5]], "local", [2], []),
+    ("OMP_NUM_THREADS=2 srun --nodes=1 --ntasks=1 --cpu-bind=q,mask_cpu:0xc0 --mem-bind=prefer,mask_mem:0xa ./x",
+     2, [[6, 7], [6, 7]], "preferred", [1], []),
+    ("OMP_NUM_THREADS=2 srun --ntasks=1 --cpu-bind=map_cpu:5,1 --mem-bind=mask_mem:0xc ./x",
+     2, [[5], [5]], "membind", [2, 3], []),
+    ("OMP_NUM_THREADS=2 aprun -n 1 -d 4 -cc 6,1,2 ./x", 2, [[6], [1]], "local", [0, 3], []),
+    ("OMP_NUM_THREADS=2 aprun -n 1 -d 2 -cc none numactl --physcpubind=2,3 --membind=0 ./x",
+     2, [[2, 3], [2, 3]], "membind", [0], []),
+    ("OMP_NUM_THREADS=2 OMP_PLACES={3},{1} OMP_PROC_BIND=close taskset -c 1,3 ./x", 2, [[3], [1]], "local", [0, 1], []),
+    # first touch: the node of the CPU that touches, not of the whole mask; Slurm's local: the mask's nodes
+    ("OMP_NUM_THREADS=1 OMP_PLACES={4} OMP_PROC_BIND=true taskset -c 4-7 ./x", 1, [[4]], "local", [2], []),
+    ("OMP_NUM_THREADS=1 OMP_PLACES={4} OMP_PROC_BIND=true srun --ntasks=1 --cpu-bind=mask_cpu:0xf0 "
+     "--mem-bind=local ./x", 1, [[4]], "local", [2, 3], []),
+])
+def test_a_line_read_back_gives_each_thread_its_cpus_and_the_policy_its_nodes(line, threads, cpus, policy, nodes,
+                                                                                args):
+    """The checker models each launcher's own flags exactly (numactl short options, srun lists, -cc)."""
+    assert resolve(line, FOUR) == {"threads": threads, "thread_cpus": cpus, "policy": policy, "nodes": nodes,
+                                   "program": "./x", "args": args}
+
+
+@pytest.mark.parametrize("line, error", [
+    ("OMP_NUM_THREADS=3 aprun -n 1 -d 2 -cc 0,1,2 ./x", "aprun -d 2 reserves fewer CPUs than 3 threads"),
+    ("OMP_NUM_THREADS=3 aprun -n 1 -d 3 -cc 0,1 ./x", "-cc lists 2 CPUs for 3 threads"),
+    ("OMP_NUM_THREADS=2 OMP_PLACES={0} OMP_PROC_BIND=true taskset -c 0,1 ./x",
+     "1 places for 2 threads: the binding policy decides (not modelled)"),
+    ("OMP_NUM_THREADS=1 OMP_PLACES={0} OMP_PROC_BIND=true aprun -n 1 -d 1 -cc 0 ./x",
+     "both ALPS -cc and OMP_PLACES bind the threads"),
+    ("OMP_NUM_THREADS=1 ./x", "nothing in the line restricts the CPUs"),
+    ("OMP_NUM_THREADS=1 srun --ntasks=2 ./x", "--ntasks=2: one task on one node is modelled"),
+    ("OMP_NUM_THREADS=1 aprun -n 2 ./x", "aprun -n 2: one PE is modelled"),
+    ("OMP_NUM_THREADS=1 numactl --cpunodebind=0 ./x", "numactl option --cpunodebind is not modelled"),
+    ("OMP_NUM_THREADS=1 taskset -c 0", "no program in the line"),
+])
+def test_a_line_the_checker_cannot_trust_is_refused_with_the_reason(line, error):
+    """Lines whose binding a runtime would decide, or that the model does not cover, are errors."""
+    with pytest.raises(LineError) as e:
+        resolve(line, FOUR)
+    assert str(e.value) == error
+
+
+def test_a_line_for_each_launcher_of_a_process_mask_with_memory_bound():
+    """binding process: one mask for all threads; srun maps one node, masks several; aprun -cc none."""
+    topo = Topology("four", {n: [2 * n, 2 * n + 1] for n in range(4)}, {n: 1 for n in range(4)})
+    p = finish([2, 3, 4], Memory("membind", (3,)), "process", "numactl", "cpus 2-4", topo)
+    lines = launch_lines(p, program="./x")
+    assert {k: e["line"] for k, e in lines.items()} == {
+        "numactl": "OMP_NUM_THREADS=3 numactl --physcpubind=2-4 --membind=3 ./x",
+        "taskset": None,
+        "slurm": "OMP_NUM_THREADS=3 srun --nodes=1 --ntasks=1 --exclusive --cpu-bind=mask_cpu:0x1c "
+                 "--mem-bind=map_mem:3 ./x",
+        "aprun": "OMP_NUM_THREADS=3 aprun -n 1 -d 3 -cc none numactl --physcpubind=2-4 --membind=3 ./x"}
+    assert lines["taskset"]["why"] == "taskset sets only the CPU mask, not memory membind 3: use the numactl line"
+    assert (lines["numactl"]["cpus"], lines["numactl"]["nodes"]) == ([2, 3, 4], [3])
+    assert lines["slurm"]["note"] == ("needs the whole node (--exclusive, or inside a whole-node allocation); "
+                                      "the mask is OS CPU ids")
+    assert lines["aprun"]["note"] == "-cc none: ALPS binds nothing, numactl gives the threads one mask"
+    for kind in ("numactl", "slurm", "aprun"):
+        assert resolves(lines[kind], p, topo)
+    local = launch_lines(finish([5, 2], Memory("local"), "threads", "numactl", "cpus 2,5", topo), program="./x")
+    assert local["taskset"] == {"line": "OMP_NUM_THREADS=2 OMP_PLACES='{5},{2}' OMP_PROC_BIND=true taskset -c 2,5 ./x",
+                                "cpus": [5, 2], "nodes": [1, 2],
+                                "note": "memory: first touch (the kernel's default policy)"}
+    assert local["aprun"]["line"] == "OMP_NUM_THREADS=2 aprun -n 1 -d 2 -cc 5,2 ./x"
+    assert local["aprun"]["note"] == "-cc binds thread i to the list's i-th CPU"
+    assert local["slurm"]["line"].endswith("--cpu-bind=mask_cpu:0x24 --mem-bind=local ./x")
+
+
+def test_a_record_gives_the_lines_of_its_placement_and_the_checker_names_each_difference():
+    """A run record ({placement: ...}) reads as its placement; resolves() lists what differs."""
+    topo = Topology("four", {n: [2 * n, 2 * n + 1] for n in range(4)}, {n: 1 for n in range(4)})
+    p = finish([3, 2], Memory("interleave", (0, 1)), "threads", "numactl", "cpus 2-3", topo)
+    lines = launch_lines({"placement": p.to_dict(), "run_id": "r"}, program="./x")
+    assert lines == launch_lines(p, program="./x")
+    assert lines["numactl"]["line"] == ("OMP_NUM_THREADS=2 OMP_PLACES='{3},{2}' OMP_PROC_BIND=true "
+                                        "numactl --physcpubind=2-3 --interleave=0-1 ./x")
+    assert lines["slurm"]["line"] == ("OMP_NUM_THREADS=2 OMP_PLACES='{3},{2}' OMP_PROC_BIND=true srun --nodes=1 "
+                                      "--ntasks=1 --exclusive --cpu-bind=mask_cpu:0xc numactl --interleave=0-1 ./x")
+    assert lines["aprun"]["note"] == "-cc binds thread i to the list's i-th CPU; numactl in the PE sets interleave 0-1"
+    assert resolves(lines["numactl"], p, topo, program="./x") is True
+    assert resolves({"line": None, "why": "-"}, p, topo) is False
+    wrong = {**lines["numactl"], "line": "OMP_NUM_THREADS=3 OMP_PLACES='{2},{3},{4}' OMP_PROC_BIND=true "
+                                         "numactl --physcpubind=2-4 --interleave=0 ./y"}
+    with pytest.raises(AssertionError) as e:
+        resolves(wrong, p, topo, program="./x")
+    assert str(e.value) == (
+        f"{p.id}: {wrong['line']}: 3 threads, placement 2; threads' CPUs [[2], [3], [4]], placement [[3], [2]]; "
+        "memory interleave [0], placement interleave [0, 1]; program ./y, asked ./x")
+    with pytest.raises(AssertionError, match="entry says cpus \\[2, 3\\] nodes \\[0, 1\\], placement \\[3, 2\\] \\[0, 1\\]"):
+        resolves({**lines["numactl"], "cpus": [2, 3]}, p, topo)
+
+
+def test_srun_prefers_one_node_itself_and_leaves_several_to_numactl():
+    """--mem-bind=prefer takes one node; preferred-many (or several) goes to numactl in the task."""
+    topo = Topology("four", {n: [2 * n, 2 * n + 1] for n in range(4)}, {n: 1 for n in range(4)})
+    one = finish([0, 1], Memory("preferred", (2,)), "process", "numactl", "cpus 0-1", topo)
+    assert launch_lines(one, program="./x")["slurm"]["line"].endswith("--mem-bind=prefer,map_mem:2 ./x")
+    two = finish([0, 1], Memory("preferred", (2, 3)), "process", "numactl", "cpus 0-1", topo)
+    lines = launch_lines(two, program="./x")
+    assert lines["slurm"]["line"].endswith("--cpu-bind=mask_cpu:0x3 numactl --preferred=2-3 ./x")
+    assert lines["slurm"]["note"].endswith("; srun --mem-bind cannot say preferred: numactl in the task sets it "
+                                           "(numactl must be on the compute node)")
+    assert lines["numactl"] == {"line": None, "why": "numactl --preferred takes exactly one node"}

@@ -108,6 +108,7 @@ def test_buffers_of_every_thread_must_fit_the_memory(tmp_path):
         study(tmp_path, ["--sizes", "600M"], placements=({"cpus": "0,2"},), platform="two", memory={"membind": [1]})
     assert "on node 1, which holds 1 GiB" in str(e.value)
     assert study(tmp_path, ["--sizes", "400M"], placements=two, platform="two").runs      # 2 x 400 MiB fit
+    assert study(tmp_path, ["--sizes", "512M"], placements=two, platform="two").runs      # 2 x 512 MiB: just
     assert study(tmp_path, ["--sizes", "600M", "--load-memory", "own"], placements=({"cpus": "0,2"},),
                  platform="two").runs                          # each buffer on its own node
     with pytest.raises(ConfigError) as e:
@@ -179,6 +180,9 @@ def test_the_table_has_one_row_per_point_and_repetition(tables):
     assert set(t["status"]) == {"ok"} and set(t["memory_node"]) == {0}
     assert set(t[t["delay"] >= 0]["load_nodes"]) == {"0"} and set(t[t["delay"] < 0]["load_nodes"]) == {""}
     assert (t[t["delay"] < 0]["load_mbps"] == 0).all() and (t[t["delay"] == 0]["load_mbps"] > 1000).all()
+    # sorted by size, placement, load memory, delay, repetition and sample: idle first
+    assert list(zip(t["delay"], t["sample"]))[:4] == [(-1, 0), (-1, 1), (-1, 2), (0, 0)]
+    assert t["delay"].tolist()[-1] == 12800 and t["delay"].is_monotonic_increasing
 
 
 def test_the_curve_and_the_answer_name_idle_and_heaviest_load(tables):
@@ -240,3 +244,181 @@ def test_a_curve_physics_rules_out_is_flagged_and_kept_out_of_the_headline():
                       "idle 2757 ns is 5.6x memlat's 491 ns on node 0 at 128 MiB"]
     assert implausible({"latency_ns": 500.0, "size_bytes": 128 << 20}, {"latency_ns": 900.0, "memory_node": 0},
                        matrix) == []
+
+
+# -- exact values of its curve, answer, plan and refusals -------------------------------
+
+def test_each_point_of_the_curve_is_the_median_of_its_repetitions(tables):
+    """The curve's point per delay: the median (not the mean) of its repetitions' latency,
+    their min and max, the loaders' median MB/s and n; idle first (delay -1)."""
+    c = kind("loadlat").curves(tables["loaded_latency"])
+    assert c["delay"].tolist() == [-1, 0, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800]
+    got = c[["latency_ns", "latency_min", "latency_max", "load_mbps", "n"]].head(3).values.tolist()
+    assert got == [[418.164, 207.586, 515.047, 0.0, 3], [331.254, 180.116, 377.047, 10329.4, 3],
+                   [231.853, 208.927, 829.666, 4001.26, 3]]
+    assert c["load_nodes"].tolist() == [""] + ["0"] * 10
+    t = tables["loaded_latency"].copy()
+    t.loc[t["delay"] == 50, "status"] = "drift"               # not ok: not in the curve
+    t.loc[t["delay"] == 100, "attempt"] = True                # an attempt set aside: neither
+    assert kind("loadlat").curves(t)["delay"].tolist() == [-1, 0, 200, 400, 800, 1600, 3200, 6400, 12800]
+
+
+def test_the_answer_line_gives_idle_loaded_change_and_load(tables):
+    (line,) = kind("loadlat").answer(tables)
+    assert line == ("loaded latency (compact 2, memory on node 0): not a result: the latency fell under load "
+                    "(418 ns idle, 331 ns loaded) (idle 418 ns; 331 ns (-21%) under 10.3 GB/s of load from nodes 0)")
+
+
+def test_a_plausible_curve_reads_as_a_result_with_its_rise_in_percent(tables):
+    """Heaviest load = the point of most load MB/s (not delay 0 by name): here delay 50 with
+    20 GB/s and 600 ns against 400 ns idle: +50 %."""
+    t = tables["loaded_latency"].copy()
+    t.loc[t["delay"] == -1, "value"] = 400.0
+    t.loc[t["delay"] == 50, ["value", "load_mbps"]] = [600.0, 20000.0]
+    (line,) = kind("loadlat").answer({"loaded_latency": t})
+    assert line == ("loaded latency (compact 2, memory on node 0): idle 400 ns; 600 ns (+50%) under 20.0 GB/s "
+                    "of load from nodes 0")
+    assert kind("loadlat").answer({"loaded_latency": t.iloc[0:0]}) == []
+
+
+def test_the_summary_rows_give_each_points_numbers(tables):
+    from numaplace.report.summary import md_table
+    lines = kind("loadlat").summary(tables, md_table)
+    rows = lines[4].splitlines()
+    assert rows[0] == ("| size (MiB) | placement | memory node | loaders' nodes | load memory | delay | load MB/s | "
+                       "latency ns | n |")
+    assert rows[2:4] == ["| 128 | compact 2 | 0 |  | chaser | idle | 0 | 418.2 | 3 |",
+                         "| 128 | compact 2 | 0 | 0 | chaser | 0 | 10329 | 331.3 | 3 |"]
+    assert rows[-1] == "| 128 | compact 2 | 0 | 0 | chaser | 12800 | 68 | 254.3 | 3 |"
+
+
+def test_the_table_row_keeps_the_loaders_facts():
+    rec = json.loads(RECORD.read_text())
+    rec["_path"] = "rec.json"
+    r = rec["output"]["results"][3]
+    r["thread_nodes"], r["load_pages_by_node"], r["load_threads"], r["load_active"] = "0,1,-1,1", {"1": 5, "0": 7}, 3, 3
+    t = kind("loadlat").make_tables([Record(rec)], {"memory_cell_share_min": 0.99})["loaded_latency"]
+    row = t[(t["delay"] == r["delay"]) & (t["sample"] == r["rep"])].iloc[0]
+    assert (row["load_nodes"], row["load_pages_by_node"], row["load_threads"], row["load_active"]) == \
+        ("1,1", "1:5,0:7", 3, 3)
+    assert (row["status"], row["placement"], row["load_memory"], row["rep"], row["attempt"]) == \
+        ("drift", "compact 2", "chaser", 1, False)                 # 7 of 12 loader pages on node 0
+
+
+def test_delays_are_spin_counts_up_to_the_binarys_limits():
+    from numaplace.kinds.loadlat import _delays
+    assert _delays("0,50,100000000") == [0, 50, 100000000]
+    assert _delays(",".join(["7"] * 64)) == [7] * 64
+    for bad in ("100000001", "", "1,", "-1", "1.5", ",".join(["7"] * 65)):
+        with pytest.raises(ValueError):
+            _delays(bad)
+
+
+def test_load_nodes_are_the_loaders_as_they_started():
+    from numaplace.kinds.loadlat import _load_nodes, _nodes
+    assert _load_nodes({"thread_nodes": "0,1,-1,1"}) == "1,1"
+    assert _load_nodes({"thread_nodes": "0,-1"}) == "" and _load_nodes({}) == ""
+    assert [_nodes(v) for v in (None, float("nan"), "", 0, 0.0, 1.0, "0,1")] == ["?", "?", "?", "0", "0", "1", "0,1"]
+
+
+def test_a_points_loader_share_at_the_threshold_is_not_drift():
+    from numaplace.kinds.loadlat import point_status
+    r = {"delay": 0, "load_threads": 2, "load_active": 2, "load_memory": "chaser", "load_pages_by_node": {0: 99, 1: 1}}
+    assert point_status(r, {"status": "ok", "memory_node": 0}, 0.99) == "ok"
+    assert point_status(r, {"status": "ok", "memory_node": 0}, 0.995) == "drift"
+    assert point_status({**r, "load_active": 2, "load_threads": 3}, {"status": "ok", "memory_node": 0}, 0.9) == \
+        "idle-loader"
+    assert point_status({**r, "load_active": None}, {"status": "ok", "memory_node": 1}, 0.99) == "drift"
+
+
+def test_its_regions_points_and_threads():
+    """A timed region per point (idle and one per delay), each at least --min-loads chases of
+    0.5 ns (default 10^6); one thread has no loader."""
+    from types import SimpleNamespace as NS
+    k = kind("loadlat")
+    assert k.passes({}) == 11 and k.passes({"--delays": [0, 5]}) == 3
+    assert k.floor_s({}) == pytest.approx(5e-4) and k.floor_s({"--min-loads": 4000}) == pytest.approx(2e-6)
+    assert k.in_parallel({})
+    assert k.cannot_run(NS(threads=1)).startswith("one thread is a chaser with no loader")
+    assert k.cannot_run(NS(threads=2)) is None
+
+
+def test_a_named_size_is_stepped_down_to_half_the_smallest_node_share():
+    """fit_args: DRAM buffers (2 GiB each here) that would take more than half of the node
+    they land on become the largest whole MiB that fits every placement (the tightest named
+    in the plan line); explicit sizes and --load-memory own (first touch) stay."""
+    from types import SimpleNamespace as NS
+    from numaplace.plan.placement import Memory, finish
+    t = NS(memory_mb={0: 1024, 1: 1024}, node_of=lambda c: c // 2,
+           named_size=lambda s: {"DRAM": 2 << 30, "LLC": 16 << 20}.get(s))
+    k = kind("loadlat")
+    a = finish((0, 1), Memory("local"), "threads", "numactl", "compact 2", t)
+    b = finish((0, 2), Memory("membind", (1,)), "threads", "numactl", "spread 2, memory on node 1", t)
+    c = finish((0, 1, 2), Memory("membind", (0, 1)), "threads", "numactl", "three", t)
+    d = finish((0, 1, 2, 3), Memory("local"), "threads", "numactl", "compact 4", t)
+    assert k.fit_args(("--sizes", "DRAM,LLC,64M", "--reps", "3"), [a, b], t) == (
+        ("--sizes", "256M,LLC,64M", "--reps", "3"),
+        ["--sizes DRAM stepped down to 256 MiB a buffer: 2 buffers of 2 GiB (compact 2) would take more than half "
+         "of node 0's 1 GiB"])
+    assert k.fit_args(("--sizes", "DRAM"), [c], t) == (
+        ("--sizes", "341M",), ["--sizes DRAM stepped down to 341 MiB a buffer: 3 buffers of 2 GiB (three) would "
+                               "take more than half of node 0-1's 2 GiB"])
+    args, (note,) = k.fit_args(("--sizes", "DRAM"), [a, d], t)
+    assert args == ("--sizes", "128M") and "4 buffers of 2 GiB (compact 4)" in note
+    assert k.fit_args(("--sizes", "DRAM", "--load-memory", "own"), [a], t) == (("--sizes", "DRAM", "--load-memory",
+                                                                                 "own"), [])
+    assert k.fit_args(("--sizes", "DRAM", "--load-memory", "own"), [b], t)[0] == ("--sizes", "256M", "--load-memory",
+                                                                                  "own")
+    assert k.fit_args(("--sizes", "512M"), [a], t) == (("--sizes", "512M"), [])
+    assert k.fit_args(("--reps", "3"), [a], t) == (("--reps", "3"), [])
+    t.named_size = lambda s: 256 << 20                          # fits exactly: unchanged
+    assert k.fit_args(("--sizes", "DRAM"), [a], t) == (("--sizes", "DRAM"), [])
+
+
+def test_implausible_bounds_are_inclusive_and_use_the_nearest_memlat_size():
+    """A loaded latency down to 95 % of idle, an idle latency from half to twice memlat's cell
+    at the nearest size on the same node, are results."""
+    import pandas as pd
+    from numaplace.kinds.loadlat import implausible
+    m = pd.DataFrame([{"bench": "memlat", "size_bytes": s, "reader_node": 0, "memory_node": 0, "median": v}
+                      for s, v in ((1 << 20, 10.0), (64 << 20, 100.0), (1 << 30, 1000.0))]
+                     + [{"bench": "memlat", "size_bytes": 128 << 20, "reader_node": 1, "memory_node": 0, "median": 1.0},
+                        {"bench": "membw", "size_bytes": 128 << 20, "reader_node": 0, "memory_node": 0, "median": 1.0}])
+    idle = {"latency_ns": 200.0, "size_bytes": 128 << 20}
+    assert implausible(idle, {"latency_ns": 190.0, "memory_node": 0}, m) == []
+    assert implausible(idle, {"latency_ns": 189.9, "memory_node": 0}, m) == [
+        "the latency fell under load (200 ns idle, 190 ns loaded)"]
+    assert implausible({"latency_ns": 50.0, "size_bytes": 128 << 20}, {"latency_ns": 60.0, "memory_node": 0}, m) == []
+    assert implausible({"latency_ns": 201.0, "size_bytes": 128 << 20}, {"latency_ns": 300.0, "memory_node": 0}, m) == [
+        "idle 201 ns is 2.0x memlat's 100 ns on node 0 at 64 MiB"]
+    assert implausible({"latency_ns": 49.0, "size_bytes": 100 << 20}, {"latency_ns": 60.0, "memory_node": 0}, m) == [
+        "idle 49 ns is 0.5x memlat's 100 ns on node 0 at 64 MiB"]
+    assert implausible(idle, {"latency_ns": 300.0, "memory_node": 1}, m) == []     # no memlat cell of node 1
+
+
+def test_the_figure_plots_median_latency_against_load_in_gb_per_s(tables):
+    """loaded_latency's figure: per size, one curve per placement sorted by load, x the
+    loaders' median GB/s (MB/s / 1000), y the median latency with min-max bars; its legend
+    names the memory node, the loaders' nodes (at the heaviest delay) and the load memory."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    saved = []
+
+    class W:
+        cfg = {"width": 8.0}
+
+        def save(self, fig, name, stem, title, case):
+            ax = fig.axes[0]
+            saved.append((name, stem, title, case, [t.get_text() for t in ax.get_legend().get_texts()],
+                          [(list(l.get_xdata()), list(l.get_ydata())) for l in ax.lines]))
+            plt.close(fig)
+    kind("loadlat").draw(tables, W())
+    ((name, stem, title, case, legend, lines),) = saved
+    assert (name, stem, title) == ("loaded_latency", "loadlat.134217728", "loadlat loaded latency — 128 MiB buffers")
+    assert case == {"bench": "loadlat", "class": "X", "variant": "default", "threads": None}
+    assert legend == ["compact 2: memory node 0, loaders on nodes 0 (chaser memory)"]
+    (x, y), (_, low), (_, high) = lines
+    assert x[:3] == pytest.approx([0.0, 0.06781, 0.12914]) and x[-1] == pytest.approx(10.3294)
+    assert y[:3] == [418.164, 254.258, 265.319] and y[-1] == 331.254
+    assert low[:3] == [207.586, 171.243, 217.823] and high[:3] == [515.047, 299.735, 311.316]

@@ -187,3 +187,50 @@ def test_parse_pages_by_node():
     assert membench_output.share_on(r, 1) == 0.0
     line = "result: size_bytes=8 value=1.0 pages=4 pages_by_node=0:1,3:3"
     assert membench_output.share_on(membench_output.parse(line)["results"][0], 3) == 0.75
+
+
+def test_parse_keeps_only_whole_result_lines_and_types_every_field():
+    """A result line needs its value and size (a line torn by a kill is no value); numbers
+    are typed (ints, floats, node maps, chains), the header gives bench and format."""
+    text = "\n".join([
+        "# numaplace memlat format 2 (key=value fields)",
+        "run: bench=memlat threads=3 min_time=0.25 kernel=chase",
+        "result: size_bytes=4096 value=7.5 pages=2 pages_by_node=0:1,2:1 load_pages_by_node=none "
+        "load_mbps=12.5 delay=-1 thread_nodes=0,-1 unit=ns",
+        "result: value=9.0 unit=ns",                    # no size: not a value
+        "result: size_bytes=8192 unit=ns",              # no value: not a value
+        "result: size_bytes=8192 value=1.x unit=ns",    # torn: not a value
+        "chain: size_bytes=256 lines=4 next=2,3,1,0",
+        "chain: size_bytes=128 lines=2 next=1,0,",
+        "noise: size_bytes=1 value=2",
+        "done: bench=memlat results=1 complete=1 verified=1"])
+    out = membench_output.parse(text)
+    assert (out["bench"], out["format"]) == ("memlat", 2)
+    assert out["run"] == {"bench": "memlat", "threads": 3, "min_time": 0.25, "kernel": "chase"}
+    (r,) = out["results"]
+    assert r == {"size_bytes": 4096, "value": 7.5, "pages": 2, "pages_by_node": {0: 1, 2: 1}, "load_pages_by_node": {},
+                 "load_mbps": 12.5, "delay": -1, "thread_nodes": "0,-1", "unit": "ns"}
+    assert out["chains"] == [{"size_bytes": 256, "lines": 4, "next": [2, 3, 1, 0]},
+                             {"size_bytes": 128, "lines": 2, "next": [1, 0]}]
+    assert out["complete"] and out["verified"]
+    assert membench_output.parse("# numaplace membw format x")["format"] is None
+
+
+def test_parse_verified_needs_a_complete_run():
+    """A done line claiming verified=1 with a result missing is neither complete nor verified;
+    no done line at all: neither; complete=0: neither."""
+    head = "result: size_bytes=8 value=1.0\nresult: size_bytes=16 value=2.0\n"
+    for done in ("done: results=3 complete=1 verified=1", "done: results=2 complete=0 verified=1", ""):
+        out = membench_output.parse(head + done)
+        assert (out["complete"], out["verified"]) == (False, False), done
+    assert membench_output.parse(head + "done: results=2 complete=1 verified=1")["verified"] is True
+
+
+def test_share_on_counts_the_pages_the_benchmark_counted():
+    """The share of the buffer on a node: pages there over `pages` (else the map's sum);
+    nothing counted is a share of 0, never 100 %; JSON's string node keys read alike."""
+    share = membench_output.share_on
+    assert share({"pages": 10, "pages_by_node": {0: 4, 1: 4}}, 0) == 0.4        # 2 pages not found
+    assert share({"pages_by_node": {"0": 1, "1": 3}}, "1") == 0.75
+    assert share({"pages": 0, "pages_by_node": {}}, 0) == 0.0
+    assert share({}, 0) == 0.0

@@ -8,6 +8,7 @@ from numaplace import ConfigError
 from numaplace.kinds.microbench import intended_memory_node
 from numaplace.machine.topology import Topology
 from numaplace.plan.launch import command
+from numaplace.plan import memory_specs
 from numaplace.plan.memory_specs import count
 from numaplace.plan.memory_specs import expand as expand_cells
 from numaplace.plan.placement import Memory
@@ -242,3 +243,56 @@ def test_membind_to_a_node_with_some_memory_is_a_cell():
     """Only a node with no memory at all is refused: 1 MB is memory to bind to."""
     assert expand_cells({"matrix": {"via": "membind", "memory": [0], "readers": [1]}}, NOMEM, "f.yaml", "e") == \
         [((2,), "node 1 reads node 0 (membind)", "mx-mb-r1-m0", Memory("membind", (0,)))]
+
+
+def test_a_sweep_over_all_cpus_reads_from_physical_cores_only():
+    """memory_cpu/readers all = one hardware thread per core, as every other experiment counts."""
+    cells = expand_cells({"sweep": {"memory_cpu": "all"}}, SMT, "f.yaml", "e")
+    assert [order for order, *_ in cells] == [(x,) if x == y else (x, y) for x in range(4) for y in range(4)]
+    assert count({"sweep": {"memory_cpu": "all"}}, SMT, "f.yaml", "e") == 16
+
+
+def test_a_sweep_from_the_first_core_starts_on_the_first_node():
+    """memory_cpu: first is the first core node by node, not the lowest CPU id."""
+    odd = Topology("odd", {0: [4, 5], 1: [0, 1]})
+    assert expand_cells({"sweep": {"memory_cpu": "first", "readers": "self"}}, odd, "f.yaml", "e") == \
+        [((4,), "memory on cpu 4, read by cpu 4", "sw-m4-r4", None)]
+    assert [c[2] for c in expand_cells({"sweep": {"memory_cpu": "first"}}, odd, "f.yaml", "e")] == \
+        ["sw-m4-r4", "sw-m4-r5", "sw-m4-r0", "sw-m4-r1"]
+
+
+def grouped(n):
+    """n nodes of two CPUs in groups of three: 10 local, 20 in the group, 30 across."""
+    d = [[10 if i == j else (20 if i // 3 == j // 3 else 30) for j in range(n)] for i in range(n)]
+    return Topology(f"g{n}", {i: [2 * i, 2 * i + 1] for i in range(n)}, {i: 100 for i in range(n)}, d)
+
+
+def test_an_auto_matrix_measures_every_cell_up_to_8_by_8_nodes_and_one_per_class_beyond():
+    """64 cells are all measured; 81 are sampled to one cell per distance class, said in one note."""
+    eight, nine = grouped(8), grouped(9)
+    assert count({"matrix": {"cells": "auto"}}, eight, "f.yaml", "e") == 64
+    assert len(expand_cells({"matrix": {"cells": "auto"}}, eight, "f.yaml", "e")) == 64
+    assert memory_specs.sampled_note({"matrix": {"cells": "auto"}}, eight, "f.yaml", "e") is None
+    cells = expand_cells({"matrix": {"cells": "auto"}}, nine, "f.yaml", "e")
+    assert [(order, pid) for order, _, pid, _ in cells] == [((0,), "mx-ft-r0-m0"), ((2, 0), "mx-ft-r0-m1"),
+                                                           ((6, 0), "mx-ft-r0-m3")]
+    assert count({"matrix": {"cells": "auto"}}, nine, "f.yaml", "e") == 3
+    assert count({"matrix": {}}, nine, "f.yaml", "e") == 81
+    assert memory_specs.sampled_note({"matrix": {"cells": "auto"}}, nine, "f.yaml", "e") == (
+        "e: matrix of 9 x 9 nodes sampled: one cell per SLIT distance and memory kind, 3 of 81 cells "
+        "(cells: all measures every one)")
+    assert memory_specs.sampled_note({"matrix": {}}, nine, "f.yaml", "e") is None
+    assert memory_specs.sampled_note({"sweep": {"memory_cpu": 0}}, nine, "f.yaml", "e") is None
+
+
+def test_distance_classes_keep_a_memory_only_node_apart_from_a_cpu_node_at_the_same_distance():
+    """Same SLIT distance, other memory kind (CXL beside DRAM): a class of its own, membind."""
+    cxl = Topology("cxl", {0: [0, 1], 1: [2, 3], 2: []}, {0: 100, 1: 100, 2: 100},
+                   [[10, 21, 21], [21, 10, 21], [21, 21, 10]])
+    cells = expand_cells({"matrix": {"cells": "distance-classes"}}, cxl, "f.yaml", "e")
+    assert [(order, pid, mem) for order, _, pid, mem in cells] == [
+        ((0,), "mx-ft-r0-m0", None), ((2, 0), "mx-ft-r0-m1", None),
+        ((0,), "mx-mb-r0-m2", Memory("membind", (2,)))]
+    assert memory_specs.sampled_note({"matrix": {"cells": "distance-classes"}}, cxl, "f.yaml", "e") == (
+        "e: matrix of 2 x 3 nodes sampled: one cell per SLIT distance and memory kind, 3 of 6 cells "
+        "(cells: all measures every one)")

@@ -60,3 +60,42 @@ def test_the_header_is_the_first_400_characters(banner, implementation):
     inside = " " * (400 - len(banner)) + banner + "\n CG Benchmark Completed.\n"
     assert parse(inside)["implementation"] == implementation
     assert parse(" " + inside)["implementation"] is None
+
+
+FULL = """ NAS Parallel Benchmarks (NPB3.3-OMP) - MG Benchmark
+
+ Initialization time:           0.412 seconds
+
+ MG Benchmark Completed.
+ Class           =                        B
+ Size            =              256x 256x 256
+ Iterations      =                       20
+ Time in seconds =                    12.50
+ Total threads   =                        4
+ Avail threads   =                        8
+ Mop/s total     =                  1556.92
+ Mop/s/thread    =                   389.23
+ Operation type  =           floating point
+ Verification    =             UNSUCCESSFUL
+ Version         =                    3.3.1
+ INIT            =                   serial
+ FFLAGS          =       -O3 -fopenmp -mcmodel=medium   
+"""
+
+
+def test_every_field_of_a_report_is_read_with_its_type():
+    """What the tables show of an NPB run: each field typed, the size and flags whole (their
+    trailing blanks cut), the first `Time in seconds` line; a missing field is None."""
+    r = parse(FULL)
+    assert {k: r[k] for k in ("time_s", "mops", "verification", "class", "threads", "init_time_s", "iterations",
+                              "size", "benchmark", "version", "init_order", "fflags")} == {
+        "time_s": 12.5, "mops": 1556.92, "verification": "UNSUCCESSFUL", "class": "B", "threads": 4,
+        "init_time_s": 0.412, "iterations": 20, "size": "256x 256x 256", "benchmark": "MG", "version": "3.3.1",
+        "init_order": "serial", "fflags": "-O3 -fopenmp -mcmodel=medium"}
+    assert (r["complete"], r["verified"], r["implementation"]) == (True, False, "nasa")
+    r = parse(" CG Benchmark Completed.\n Initialization time =  1.5\n Time in seconds = 2\n Verification = SUCCESSFUL\n")
+    assert (r["init_time_s"], r["time_s"], r["complete"], r["verified"], r["mops"], r["threads"], r["class"]) == \
+        (1.5, 2.0, True, True, None, None, None)
+    assert parse(" Verification = SUCCESSFUL\n")["complete"] is False          # no time: not complete
+    both = " numaplace MG (NAS Parallel Benchmarks 3.4 format)\n" + FULL
+    assert parse(both)["implementation"] == "numaplace"                        # its own kernels say so first

@@ -140,3 +140,55 @@ def test_a_changed_bundled_kernel_gets_a_new_build_key(repo, tmp_path, monkeypat
     official = key(source="/nasa/NPB3.4.2.tar.gz")
     (tree / "CG" / "Makefile").write_text("# npb/src is not what an official build uses\n")
     assert key(source="/nasa/NPB3.4.2.tar.gz") == official
+
+
+# -- the kinds' numbers (numaplace.kinds.npb): what a run costs, how it is built and judged --
+
+def test_npbs_operation_counts_per_class():
+    """work_mop: NPB's own Mop counts (CG: 2 na niter (3 + z(z+1) + 25 (5 + z(z+1)) + 3),
+    MG: 58 nit n^3), which its Mop/s divide."""
+    from numaplace.kinds.npb import work_mop
+    assert [work_mop("cg", c) for c in "SWABC"] == pytest.approx([66.654, 420.63, 1496.46, 54708.75, 143347.5])
+    assert [work_mop("mg", c) for c in "SWABC"] == pytest.approx([7.602176, 486.539264, 3892.314112, 19461.57056,
+                                                                  155692.56448])
+
+
+def test_a_runs_estimated_seconds_scale_with_speed_threads_and_set_up():
+    """run_seconds = Mop / (Mop/s of one thread x speed x threads^efficiency) x (1 + set-up share)."""
+    from numaplace.kinds import kind
+    cg, mg = kind("cg"), kind("mg")
+    assert cg.run_seconds("A", 1, ()) == pytest.approx(1496.46 / 1840 * 1.15)
+    assert cg.run_seconds("B", 4, (), 2.0) == pytest.approx(54708.75 / (1840 * 2 * 4 ** 0.9) * 1.15)
+    assert mg.run_seconds("C", 8, ()) == pytest.approx(155692.56448 / (5830 * 8 ** 0.8) * 1.10)
+    assert (cg.estimate("B"), mg.estimate("C")) == ((600, 420), (900, 3500))
+    assert [cg.working_set_mb(c) for c in "SWABC"] == [5, 17, 50, 344, 891]
+    assert [mg.working_set_mb(c) for c in "SWABC"] == [5, 58, 435, 435, 3480] and cg.working_set_mb("X") is None
+
+
+def test_how_the_matrices_explain_cg_and_mg():
+    """CG: a third of a thread's loads reach the whole vector (latency, memlat); MG: its halo,
+    2 of the grid's n planes per thread, at most all (bandwidth, membw, contended)."""
+    from numaplace.kinds import kind
+    from numaplace.kinds.npb import mg_shared_share
+    cg, mg = kind("cg").explain, kind("mg").explain
+    assert (cg.matrix_kind, cg.contends, cg.shared_share("B", 4)) == ("memlat", False, pytest.approx(1 / 3))
+    assert (mg.matrix_kind, mg.contends) == ("membw", True) and mg.shared_share is mg_shared_share
+    assert [mg_shared_share("S", t) for t in (1, 4, 16, 17)] == [1 / 16, 0.25, 1.0, 1.0]
+    assert mg_shared_share("C", 2) == 2 * 2 / 512 and mg_shared_share("X", 2) == 0.0
+
+
+def test_make_args_and_a_failed_npb_verification():
+    """serial-init of the bundled tree is INIT=serial on make's line (official trees are
+    transformed instead); a completed run NPB did not verify is unverified, with its status."""
+    from numaplace.kinds import kind
+    cg = kind("cg")
+    assert cg.make_args("B", "serial-init")[1:] == ["CG", "CLASS=B", "INIT=serial"]
+    assert cg.make_args("B", "serial-init", official=True)[1:] == ["CG", "CLASS=B"]
+    assert kind("mg").make_args("A", "default")[1:] == ["MG", "CLASS=A"]
+    assert cg.outcome({"complete": True, "verified": False}, 2) == ("unverified",
+                                                                    "NPB verification UNSUCCESSFUL (exit status 2)")
+    assert cg.outcome({"complete": False, "verified": False}, 0) == ("failed", "no NPB CG report in stdout")
+    assert cg.outcome({"complete": True, "verified": True}, 0) == ("ok", None)
+    assert cg.outcome({"complete": True, "verified": True}, 3) == ("failed", "exit status 3")
+    assert (cg.binary_name("C"), cg.shown_program("C"), cg.case_name("C")) == ("cg.C.x", "./cg.C.x", "CG class C")
+    assert kind("mg").serial_init_arrays == ("u", "v", "r") and cg.serial_init_arrays[:3] == ("colidx", "rowstr", "iv")

@@ -298,3 +298,30 @@ def test_a_build_without_an_official_tree_fails_in_one_line(tmp_path):
     rec = write_build_record({"source": "bundled"}, "default", "ep", "S", tmp_path / "tree",
                              tmp_path / "bin" / "ep.S.build.json", tmp_path / "logs" / "ep.S.log")
     assert rec["status"] == "failed" and rec["reason"] == NOT_BUNDLED.format(bench="EP")
+
+
+def test_their_operation_counts_and_estimates_per_class():
+    """work_mop: EP 2^(m+1) random numbers, IS 2^k keys x 10 rankings, FT NPB's flop formula;
+    estimate: twice one thread's seconds on the reference machine, rounded up, at least 1 s,
+    and the working set with 10 MiB over."""
+    assert [work_mop("ep", c) for c in "SWABC"] == pytest.approx([2 ** (m + 1) / 1e6 for m in (24, 25, 28, 30, 32)])
+    assert [work_mop("is", c) for c in "SWABC"] == pytest.approx([2 ** k * 10 / 1e6 for k in (16, 20, 23, 25, 27)])
+    assert [work_mop("ft", c) for c in "SA"] == pytest.approx([177.1669557530053, 7136.443763977819])
+    assert kind("ep").run_seconds("C", 1, ()) == pytest.approx(2 ** 33 / 1e6 / 310 * 1.02)
+    assert kind("is").run_seconds("B", 2, (), 2.0) == pytest.approx(2 ** 25 * 10 / 1e6 / (940 * 2 * 2 ** 0.5) * 6)
+    assert kind("ft").run_seconds("A", 4, ()) == pytest.approx(7136.443763977819 / (11000 * 4 ** 0.9) * 1.35)
+    assert [kind(b).estimate(c) for b in ("ep", "is", "ft") for c in "SC"] == [
+        (1, 15), (57, 15), (1, 13), (18, 1090), (1, 24), (98, 5210)]
+
+
+def test_they_are_built_only_from_an_official_tree_without_serial_init():
+    for b in ("ep", "is", "ft"):
+        k = kind(b)
+        assert (k.source_dir, k.tree_name, k.variants, k.official_only) == (None, "official",
+                                                                            ("default", "mcmodel-medium"), True)
+        assert (k.metric, k.unit, k.higher_is_better, k.family, k.classes) == ("mops", "Mop/s", True, "npb",
+                                                                               ("S", "W", "A", "B", "C"))
+        assert k.make_args("A", "default", official=True)[1:] == [b.upper(), "CLASS=A"]
+    assert kind("ep").control.startswith("EP is the control: it moves no memory")
+    assert kind("is").control is None and kind("ft").control is None
+    assert (kind("ep").efficiency, kind("is").init_share, kind("ft").mops_1t) == (0.9, 5.0, 11000.0)

@@ -68,3 +68,20 @@ def test_an_unknown_counter_of_a_newer_kernel_is_kept_as_a_counter_not_a_node():
     assert m.pages == {0: 3}
     assert m.counters == {"anon": 3, "Nthp": 2, "zone2": 7}
     assert m.bytes_per_node == {0: 3 * 4096}
+
+
+def test_a_private_file_mapping_is_data_only_when_its_anonymous_pages_are_all_its_pages():
+    """A file mapping's pages count as the process's data only when every resident page is
+    a copy-on-write one (anon equal to the pages on the nodes); with no resident page at
+    all, or anon counting other than what is resident, it is the file's (page cache)."""
+    lines = {
+        "all copies": "55d0 default file=/w/cg.W.x anon=3 dirty=3 N0=2 N1=1 kernelpagesize_kB=4",
+        "no pages": "55d0 default file=/w/cg.W.x",
+        "more anon than resident": "55d0 default file=/w/cg.W.x anon=5 dirty=5 N0=3 kernelpagesize_kB=4",
+        "page cache": "55d0 default file=/w/cg.W.x mapped=3 N0=3 kernelpagesize_kB=4",
+    }
+    assert {k: parse_line(v).is_data for k, v in lines.items()} == {
+        "all copies": True, "no pages": False, "more anon than resident": False, "page cache": False}
+    s = summarize(parse("\n".join(lines.values())))
+    assert s["data_bytes"] == {0: 2 * 4096, 1: 4096} and s["data_pages"] == {0: 2, 1: 1}
+    assert s["total_bytes"] == {0: 8 * 4096, 1: 4096}

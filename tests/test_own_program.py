@@ -283,3 +283,117 @@ def test_a_programs_time_is_told_apart_to_its_printed_digit(tmp_path, ok_program
     assert improvement(best, worst)["below_resolution"] is False
     npb = {k: v for k, v in best.items() if k != "time_resolution_s"}
     assert improvement(npb, {k: v for k, v in worst.items() if k != "time_resolution_s"})["below_resolution"] is True
+
+
+# -- a program kind's own numbers, from its definition alone ------------------------------
+
+def prog(**more):
+    return Program("p", {"command": ["./p", "-n", "4"], "executable": "/opt/p/bin/p", "directory": "/opt/p",
+                         "success": "^OK$", **more})
+
+
+def test_a_printed_numbers_resolution_is_its_last_digit():
+    """Two times closer than the printed last digit cannot be told apart."""
+    from numaplace.kinds.program import resolution
+    assert [resolution(t) for t in ("0.352812", "12", "1.5e3", "2.50E-2", " 7.0 ", "3.")] == pytest.approx(
+        [1e-6, 1.0, 100.0, 1e-4, 0.1, 1.0])
+
+
+def test_the_patterns_last_match_is_the_programs_number():
+    """The number of the last match (a final report), its group where it has one, else the
+    whole match; none, or no number: None (and no resolution)."""
+    import re
+    from numaplace.kinds.program import _number
+    text = "time 9.5 s\nstep 3\ntime 2.25 s\n"
+    assert _number(re.compile(r"^time ([0-9.]+) s$", re.M), text, printed=True) == (2.25, "2.25")
+    assert _number(re.compile(r"(?<=step )\d+"), text) == 3.0
+    assert _number(re.compile(r"^time (\S+)", re.M), "time fast\n") is None
+    assert _number(None, text, printed=True) == (None, None)
+    k = prog(time=r"^time ([0-9.]+) s$", figure_of_merit={"pattern": r"^rate (\S+)$", "unit": "GB/s",
+                                                          "higher_is_better": False})
+    out = k.parse("time 9.5 s\nrate 1.0\ntime 2.250 s\nrate 3.5\nOK\n")
+    assert out == {"complete": True, "verified": True, "time_s": 2.25, "fom": 3.5, "fom_unit": "GB/s",
+                   "time_from": "stdout", "time_resolution_s": pytest.approx(1e-3)}
+    assert k.fom_higher_is_better is False and prog().fom_higher_is_better is True
+    assert prog().parse("OK\n") == {"complete": True, "verified": True, "time_s": None, "fom": None,
+                                    "fom_unit": None, "time_from": None, "time_resolution_s": None}
+
+
+def test_the_wall_time_stands_in_only_without_a_time_pattern():
+    k = prog()
+    out = k.parse("OK\n")
+    k.complete_output(out, {"wall_s": 3.5})
+    assert (out["time_s"], out["time_from"], out["time_resolution_s"]) == (3.5, "wall", 1e-4)
+    timed = prog(time=r"^t (\S+)$")
+    out = timed.parse("OK\n")
+    timed.complete_output(out, {"wall_s": 3.5})
+    assert out["time_s"] is None and timed.outcome(out, 0) == ("failed", "no time in stdout (pattern '^t (\\\\S+)$')")
+    out = k.parse("OK\n")
+    k.complete_output(out, {})
+    assert out["time_s"] is None
+
+
+def test_a_failed_exit_outranks_a_missing_success_line():
+    k = prog()
+    assert k.outcome({"verified": False}, 2) == ("failed", "exit status 2")
+    assert k.outcome({"verified": False}, 0) == ("unverified", "stdout does not match its success pattern '^OK$'")
+    assert k.outcome({"verified": True}, 0) == ("ok", None)
+
+
+def test_a_programs_command_threads_and_costs_come_from_its_definition():
+    """Its command as given, its thread variable beside OpenMP's (none when it is OpenMP's),
+    60 s and 1024 MiB when the study gives no seconds or working set."""
+    k = prog(title="my stencil")
+    assert (k.binary_name("X"), k.shown_program("X"), k.command_args("X"), k.case_name("X")) == (
+        "p", "/opt/p/bin/p", ("-n", "4"), "my stencil")
+    assert prog().case_name("X") == "p"
+    assert k.thread_env(4) == {} and prog(threads_env="OMP_NUM_THREADS").thread_env(4) == {}
+    assert prog(threads_env="NTHREADS").thread_env(8) == {"NTHREADS": "8"}
+    assert (k.run_seconds("X", 4, ()), k.estimate("X"), k.working_set_mb("X")) == (60.0, (60.0, 1024), None)
+    sized = prog(seconds=12, working_set_mb=300)
+    assert (sized.run_seconds("X", 1, ()), sized.estimate("X"), sized.working_set_mb("X")) == (12.0, (12.0, 300), 300)
+    assert (k.metric, k.unit, k.higher_is_better, k.classes, k.variants) == ("time_s", "s", False, ("X",),
+                                                                             ("default",))
+    assert prog(explain="bandwidth-bound").explain.contends and prog(explain="bandwidth-bound").explain_said == \
+        "bandwidth-bound"
+    lat = prog(explain="latency-bound").explain
+    assert (lat.matrix_kind, lat.contends, lat.shared_share("X", 4)) == ("memlat", False, 0.0)
+    assert (k.explain, k.explain_said) == (None, "none declared")
+
+
+@pytest.mark.parametrize("pattern, nested", [("(a+)+", True), ("(a|b+)*", True), ("(?:x\\d*){2,}", True),
+                                             ("a+b+", False), ("(ab)+", False), ("(a{1,1})+", False),
+                                             ("(a+)?", False), ("^time ([0-9.]+) s$", False)])
+def test_a_pattern_repeating_a_repetition_is_found(pattern, nested):
+    from numaplace.kinds.program import _nested_repeat
+    assert _nested_repeat(pattern) is nested
+
+
+def test_a_programs_definition_travels_to_the_later_stages(tmp_path):
+    """programs.json beside the tables holds every defined program; read back, each is the
+    same kind again; the same definition twice changes nothing; a program never replaces
+    one of numaplace's own kinds; with no programs the file goes."""
+    from numaplace.kinds.program import define, defined, from_spec, read_programs, write_programs
+    d = {"command": ["./p"], "executable": "/opt/p/p", "directory": "/opt/p", "success": "^OK$", "seconds": 7}
+    earlier = {n: KINDS.pop(n) for n in [n for n, k in KINDS.items() if isinstance(k, Program)]}
+    try:
+        k = define("mine", d)
+        assert define("mine", dict(d)) is k and kind("mine") is k and defined() == {"mine": d}
+        k2 = define("mine", {**d, "seconds": 8})
+        assert k2 is not k and kind("mine").run_seconds("X", 1, ()) == 8.0
+        with pytest.raises(ValueError, match="program 'cg' would replace numaplace's own kind"):
+            define("cg", d)
+        write_programs(tmp_path)
+        assert json.loads((tmp_path / "programs.json").read_text()) == {"mine": {**d, "seconds": 8}}
+        del KINDS["mine"]
+        read_programs(tmp_path)
+        assert kind("mine").estimate("X") == (8.0, 1024)
+        assert from_spec({"bench": "mine2", "program": d}).name == "mine2" and from_spec({"bench": "cg"}) is kind("cg")
+        KINDS.pop("mine", None)
+        KINDS.pop("mine2", None)
+        write_programs(tmp_path)
+        assert not (tmp_path / "programs.json").exists()
+    finally:
+        KINDS.pop("mine", None)
+        KINDS.pop("mine2", None)
+        KINDS.update(earlier)

@@ -359,3 +359,113 @@ def test_a_layout_longer_than_the_machine_has_nodes_gives_no_choice_at_once():
     the counts (3000 of them: the orderings alone would go 3000 calls deep)."""
     assert node_choices([1] * 3000, TWO, False) == []
     assert node_choices([1] * 3000, TWO, True) == [] and count_choices([1] * 3000, TWO) == 0
+
+
+@pytest.mark.parametrize("value, thread_nodes, nodes", [
+    ("nearest", [0], [(1,)]), ("nearest", [3], [(1,)]), ("nearest", [2, 5], [(0,)]),
+    ("nearest", [7, 0], [(1,)]),                     # 1, 2, 5, 6 tie at a mean of 25: the lowest
+    ("farthest", [0], [(7,)]), ("farthest", [3], [(0,)]), ("farthest", [2, 5], [(1,)]),
+    ("farthest", [7, 0], [(3,)]),                    # 3 and 4 at a mean of 30 (none of them 40 from both)
+    ("each-distance", [0], [(1,), (3,), (7,)]),      # distances 20, 30, 40 from node 0, nearest class first
+    ("each-distance", [3], [(1,), (0,)]),
+    ("each-distance", [7, 0], [(5,), (1,)]),         # from the master's node 7: 20 then 30
+])
+def test_nearest_farthest_and_each_distance_on_the_x4600_ladder(platforms, value, thread_nodes, nodes):
+    """Portable memory targets are read off the SLIT matrix: mean distance from the threads' nodes."""
+    assert resolve_memory_nodes("membind", value, thread_nodes, platforms["x4600"]) == nodes
+
+
+def test_interleave_over_all_and_over_the_cpu_nodes():
+    """all: every node with memory; cpu-nodes: those with CPUs, memory-only ones left out."""
+    cxl = Topology("cxl", {0: [0, 1], 1: [2, 3], 2: [], 3: []}, {0: 1, 1: 1, 2: 1, 3: 0})
+    assert resolve_memory_nodes("interleave", "all", [0], cxl) == [(0, 1, 2)]
+    assert resolve_memory_nodes("interleave", "cpu-nodes", [0], cxl) == [(0, 1)]
+    assert resolve_memory_nodes("interleave", "all", [0], TWO) == [(0, 1)]
+    assert resolve_memory_nodes("interleave", "cpu-nodes", [0], TWO) == [(0, 1)]     # interleave all, once
+    (p,) = expand(TWO, {"launcher": "numactl", "memory": [{"interleave": "cpu-nodes"}], "placements": [{"cpus": "0"}]})
+    assert p.label == "cpus 0 · interleave 0-1"
+    with pytest.raises(NotApplicable) as e:
+        resolve_memory_nodes("interleave", "cpu-nodes", [0], Topology("c", {0: [0, 1], 1: []}, {0: 1, 1: 1}))
+    assert str(e.value) == "1 NUMA node with CPUs and memory: interleave over them is local"
+    from numaplace.plan.placement import SameAs
+    with pytest.raises(SameAs):
+        resolve_memory_nodes("interleave", "cpu-nodes", [0], ONE)
+
+
+UNEQUAL = Topology("u", {0: [0, 1, 2, 3], 1: [4, 5], 2: [6, 7, 8]}, {0: 1, 1: 1, 2: 1})
+
+
+def test_count_words_are_resolved_against_the_topology():
+    """node: the placement's own node's cores; half: of all cores, floor; k/node: k times the nodes."""
+    from numaplace.plan.placement import per_node, resolve_count
+    assert [resolve_count(c, UNEQUAL) for c in ("node", "half", "all", "2/node", 5)] == [4, 4, 9, 6, 5]
+    assert [resolve_count(c, UNEQUAL, node=1) for c in ("node", "half", "all", "2/node")] == [2, 4, 9, 6]
+    assert [resolve_count(c, SMT) for c in ("node", "half", "all", "1/node")] == [2, 2, 4, 2]
+    assert [resolve_count(c, SMT, smt=True) for c in ("node", "half", "all")] == [4, 4, 8]
+    assert resolve_count("half", ONE) == 1 and resolve_count("half", Topology("1", {0: [0]})) == 1
+    cxl = Topology("cxl", {0: [0, 1], 1: [2, 3], 2: []}, {0: 1, 1: 1, 2: 1})
+    assert resolve_count("3/node", cxl) == 6          # memory-only nodes hold no thread
+    assert (per_node("3/node"), per_node("node"), per_node(4)) == (3, None, None)
+
+
+def test_spread_takes_one_cpu_per_node_in_turn_until_short_nodes_run_out():
+    """Round-robin in node order; a node out of CPUs is skipped, compact fills node after node."""
+    assert spread(7, UNEQUAL) == [0, 4, 6, 1, 5, 7, 2]
+    assert spread(9, UNEQUAL) == [0, 4, 6, 1, 5, 7, 2, 8, 3]
+    assert spread(20, UNEQUAL) == spread(9, UNEQUAL)
+    assert compact(5, UNEQUAL) == [0, 1, 2, 3, 4]
+
+
+def test_distinct_orders_of_per_node_counts_come_ascending_each_once():
+    """2/1/1 has three orderings, 1/2/3 six, smallest first; nothing has one empty ordering."""
+    from numaplace.plan.placement import distinct_orders
+    assert distinct_orders([2, 1, 1]) == [(1, 1, 2), (1, 2, 1), (2, 1, 1)]
+    assert distinct_orders([3, 1, 2]) == [(1, 2, 3), (1, 3, 2), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1)]
+    assert distinct_orders([1] * 5) == [(1,) * 5] and distinct_orders([]) == [()]
+
+
+def test_node_choices_fit_each_count_on_its_node_and_distinct_keeps_one_per_class(platforms):
+    """All choices of 2/1 on magny-cours: 6 node pairs x 2 orders; distinct: near and far pair."""
+    m = platforms["magny-cours"]
+    every = node_choices([2, 1], m, False)
+    assert len(every) == 12 == count_choices([2, 1], m)
+    assert every[:4] == [((0, 1), (1, 2)), ((0, 2), (1, 1)), ((0, 1), (2, 2)), ((0, 2), (2, 1))]
+    assert node_choices([2, 1], m, True) == [((0, 1), (1, 2)), ((0, 1), (3, 2))]
+    assert node_choices([2, 2], UNEQUAL, False) == [((0, 2), (1, 2)), ((0, 2), (2, 2)), ((1, 2), (2, 2))]
+    assert node_choices([3, 2], UNEQUAL, False) == [((0, 3), (1, 2)), ((0, 2), (2, 3)), ((0, 3), (2, 2)),
+                                                    ((1, 2), (2, 3))]
+    cxl = Topology("cxl", {0: [0, 1], 1: [2, 3], 2: []}, {0: 1, 1: 1, 2: 1})
+    assert count_choices([1, 1], cxl) == 1 == len(node_choices([1, 1], cxl, False))
+
+
+def test_memory_given_as_nodes_is_sorted_once_and_labelled():
+    """membind '3,1,3' is nodes 1 and 3: label, id code and numactl all read them ascending."""
+    x = Topology("x", {n: [n] for n in range(4)}, {n: 1 for n in range(4)})
+    mem = Memory.parse({"membind": [3, 1, 3]}, x, "s.yaml", "e")
+    assert mem == Memory("membind", (1, 3))
+    assert (mem.label, mem.short) == ("membind 1,3", "mb1.3")
+    assert (Memory("interleave", (0, 1, 2)).label, Memory("interleave", (0, 1, 2)).short) == \
+        ("interleave 0-2", "il0-2")
+    assert (Memory("local").label, Memory("local").short) == ("local", "loc")
+    assert Memory.parse("local", x, "s.yaml", "e") == Memory("local")
+    assert Memory.parse({"preferred": 2}, x, "s.yaml", "e") == Memory("preferred", (2,))
+    # a platform that gives no memory_mb: its nodes have memory (only memory_mb 0 is none)
+    assert Memory.parse({"membind": [1]}, Topology("n", {0: [0], 1: [1]}), "s.yaml", "e") == Memory("membind", (1,))
+    with pytest.raises(ConfigError, match="node 1 of platform z has no memory"):
+        Memory.parse({"membind": [1]}, Topology("z", {0: [0], 1: [1]}, {0: 1, 1: 0}), "s.yaml", "e")
+
+
+def test_a_placements_label_says_its_shape_memory_and_pinning():
+    """The label every table and figure shows: shape · memory (unless local) · pinned threads."""
+    from numaplace.plan.placement import label_of, memory_label_of
+    row = {"shape": "2/2 on 0-1", "memory": "membind", "memory_nodes": "1,3", "binding": "threads"}
+    assert label_of(row) == "2/2 on 0-1 · membind 1,3 · pinned threads"
+    assert memory_label_of(row) == "membind 1,3"
+    assert label_of({**row, "memory": "local", "binding": "process"}) == "2/2 on 0-1"
+    assert memory_label_of({**row, "memory": "local"}) == "local"
+    assert label_of({**row, "binding": "process"}) == "2/2 on 0-1 · membind 1,3"
+    p = finish([3, 2, 0], Memory("local"), "threads", "omp", "cpus 0,2-3", TWO, team=0)
+    assert (p.label, p.layout_label, p.nodes, p.layout, p.order, p.id) == (
+        "cpus 0,2-3 · pinned threads", "1/2 on 0-1", (0, 1), (1, 2), (3, 2, 0), "c0.2-3_loc_t_omp")
+    u = finish([0, 1, 2, 3], Memory("local"), "process", "taskset", "unpinned 3", TWO, team=3)
+    assert (u.id, u.threads, u.to_dict()["threads"]) == ("c0-3x3_loc_p_ts", 3, 3)

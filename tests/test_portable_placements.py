@@ -228,3 +228,11 @@ def test_default_study_on_one_node_says_what_it_left_out(config_dir):
         "experiments[5] (memory-loaded-latency-remote): left out: none of its placements exists on this machine (auto)"]
     assert not [r for r in st.runs if "spread" in r.placement.shape]
     assert {tuple(parse_cpulist(r.placement.cpulist)) for r in st.runs if r.bench == "cg"} == {(0,), (0, 1)}
+
+
+def test_each_distance_is_counted_from_thread_0s_node_as_the_layout_names_it(platforms):
+    """layout 1/1 on nodes [7, 0]: thread 0 runs on node 7, so the classes are 7's (20: node 5, 30: node 1)."""
+    ps = expand(platforms["x4600"], {"launcher": "numactl", "memory": [{"membind": "each-distance"}],
+                                     "placements": [{"layout": "1/1", "nodes": [7, 0]}]})
+    assert [(p.id, p.label, p.order) for p in ps] == [("c0.14_mb5_p_nc", "1/1 on 0,7 · membind 5", (14, 0)),
+                                                      ("c0.14_mb1_p_nc", "1/1 on 0,7 · membind 1", (14, 0))]

@@ -165,3 +165,39 @@ def test_the_study_file_form_of_repetitions():
     assert Repetitions(2, 9, 0.01).facts() == {"min": 2, "max": 9, "alpha": 0.01}
     assert Repetitions(4, 4).can_step_down() and not Repetitions(3, 3).can_step_down()
     assert not Repetitions(5, 5, 0.05).can_step_down() and Repetitions(5, 6, 0.05).can_step_down()
+
+
+def test_adaptive_repetitions_default_to_alpha_five_percent_and_say_it():
+    """{min, max} without alpha stops at the report's own "beyond noise" level, 0.05."""
+    r = Repetitions.of({"min": 4, "max": 12})
+    assert (r.least, r.most, r.alpha, r.adaptive) == (4, 12, 0.05, True)
+    assert r.words() == ("4 to 12 rounds, stopping a case early once its best and runner-up are separated "
+                         "(Mann-Whitney p < 0.05)")
+    assert Repetitions.of({"min": 2, "max": 6, "alpha": 0.01}).alpha == 0.01
+    fixed = Repetitions.of(5)
+    assert (fixed.least, fixed.most, fixed.alpha, fixed.adaptive) == (5, 5, None, False)
+
+
+@pytest.mark.parametrize("reps, can", [
+    (Repetitions(2, 2), False), (Repetitions(3, 3), False), (Repetitions(4, 4), True), (Repetitions(9, 9), True),
+    (Repetitions(2, 4, 0.05), False),      # 4 a side: the least an exact p < 0.05 can come from
+    (Repetitions(2, 5, 0.05), True), (Repetitions(3, 5, 0.05), True),
+    (Repetitions(5, 5, 0.05), False), (Repetitions(5, 6, 0.05), True), (Repetitions(6, 6, 0.05), False),
+])
+def test_a_budget_steps_repetitions_down_to_three_and_an_adaptive_max_to_four_or_its_min(reps, can):
+    """Below 4 rounds a side no adaptive case could ever stop early; below min it is no longer {min, max}."""
+    assert reps.can_step_down() is can
+
+
+def test_a_round_is_cut_in_run_id_order_whatever_order_the_runs_come_in():
+    """Chunks must be the same in every process that plans the study: by run id, not by plan order."""
+    rs = runs(5)
+    shuffled = [rs[3], rs[0], rs[4], rs[2], rs[1]]
+    cs = chunks(shuffled, {}, {"chunk_runs": 2})
+    assert [c.run_ids for c in cs] == [("x.r1.00", "x.r1.01"), ("x.r1.02", "x.r1.03"), ("x.r1.04",)]
+    assert [c.id for c in cs] == ["r1.c1", "r1.c2", "r1.c3"]
+
+
+def test_a_chunk_is_cut_below_linuxs_128_kib_argument_with_room_to_spare():
+    """A chunk's runs travel as one argument; MAX_ARG_STRLEN is 128 KiB: the chunk is cut at 100,000 bytes."""
+    assert MAX_CHUNK_BYTES == 100_000

@@ -75,3 +75,28 @@ def test_a_recorded_placement_is_worded_as_the_report_words_it():
     p = {"binding": "threads", "cpus": "0-1", "id": "c0-1_loc_t_nc", "launcher": "numactl", "layout": "2 on 0",
          "memory": "local", "memory_nodes": "", "nodes": "0", "shape": "compact 2", "threads": 2}
     assert _label(p) == "compact 2 · pinned threads"
+
+
+def test_only_ok_runs_rank_the_placements():
+    """A run that did not end ok (here: not idle, with a time) is no evidence for its placement."""
+    records = rounds_of(FOUR)
+    for r in records[4:]:
+        r["status"] = "not-idle"
+    d = decide(records, spec("a", 5), 4, 0.05)
+    assert d.stop is False and d.reason == "fewer than two placements with ok runs after 4 rounds"
+
+
+def test_placements_are_ranked_by_their_median_not_their_mean():
+    """One slow outlier (10 s) does not make a placement of three 1 s runs the runner-up."""
+    records = rounds_of({"a": [1.0, 1.0, 1.0, 10.0], "b": [2.0, 2.0, 2.0, 2.0]})
+    d = decide(records, spec("a", 5), 4, 0.05)
+    assert d.reason.startswith("best a and runner-up b not separated after 4 rounds"), d.reason
+
+
+def test_the_level_of_each_look_is_written_to_two_significant_digits():
+    """Three looks at alpha 0.05: 0.017 a look, as the not-needed record and the report say it."""
+    records = rounds_of(FOUR)
+    d = decide(records, spec("a", 5), 4, 0.05, 7)
+    assert d.reason == ("best a and runner-up b not separated after 4 rounds: "
+                        "Mann-Whitney p 0.029 >= 0.017 (0.05 over 3 looks)")
+    assert (d.stop, d.rounds, round(d.p, 4)) == (False, 4, 0.0286)

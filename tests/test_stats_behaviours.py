@@ -81,3 +81,39 @@ def test_two_placements_are_compared_by_time_only_when_both_medians_are_resolved
     placements have it."""
     assert compared_by(best_s, worst_s, best_mops, worst_mops) == by
     assert compared_by(worst_s, best_s, worst_mops, best_mops) == by
+
+
+@pytest.mark.parametrize("best_s, worst_s, best_mops, worst_mops, by", [
+    (0.5, 0.9, NAN, 100.0, "time"),           # Mop/s on one side only: the times
+    (0.5, 0.9, 100.0, NAN, "time"),
+    (0.5, 0.9, 0.0, 100.0, "time"),           # a zero Mop/s (a program that prints none) is no Mop/s
+    (0.5, 0.9, 100.0, 0.0, "time"),
+    (0.5, 0.9, 150.0, 100.0, "mops"),
+])
+def test_short_runs_are_compared_by_mops_only_when_both_sides_have_it(best_s, worst_s, best_mops, worst_mops, by):
+    """A cost from one placement's Mop/s and the other's missing one would be no cost at all."""
+    assert compared_by(best_s, worst_s, best_mops, worst_mops) == by
+
+
+def test_the_coarser_of_two_programs_time_resolutions_decides_what_is_below_it():
+    """A program that prints tenths of a second (time_resolution_s 0.1) cannot resolve 0.15 s,
+    even beside one that prints hundredths: the coarser resolution is the one that holds."""
+    from numaplace.core.stats import improvement
+    best = {"mops_median": NAN, "time_median_s": 2.0, "time_resolution_s": 0.01}
+    worst = {"mops_median": NAN, "time_median_s": 2.15, "time_resolution_s": 0.1}
+    got = improvement(best, worst)
+    assert got["compared_by"] == "time" and got["below_resolution"] is True
+    assert got["improvement_pct"] == pytest.approx(100 * 0.15 / 2.15) and got["speedup"] == pytest.approx(1.075)
+    assert improvement({**best, "time_resolution_s": NAN}, {**worst, "time_resolution_s": 0.01})["below_resolution"] is False
+    assert improvement({**best, "time_median_s": 1.5}, worst)["below_resolution"] is False
+
+
+def test_the_median_interval_reports_the_coverage_asked_for():
+    """With 20 runs a pair of order statistics reaches 90 % or 99 %: that level is said, not 95 %."""
+    from numaplace.core.stats import median_interval
+    times = [10.0 + i / 100 for i in range(20)]
+    lo, hi, level = median_interval(times, level=0.9)
+    assert (lo, hi, level) == (10.05, 10.14, 0.9)
+    lo, hi, level = median_interval(times, level=0.99)
+    assert (lo, hi, level) == (10.03, 10.16, 0.99)
+    assert median_interval(times) == (10.05, 10.14, 0.95)

@@ -610,3 +610,46 @@ def test_an_attempts_record_from_kept_alone_is_writable_again_too(tmp_path):
     (rundir / "record.json").unlink()
     dest = store.set_aside(rundir)
     assert stat.S_IMODE(os.stat(dest / "record.json").st_mode) == protected | stat.S_IWUSR
+
+
+# -- not-needed runs, attempt numbers, a record's machine ----------------------------------
+
+def test_not_needed_runs_are_no_failure_and_are_said_apart(tmp_path):
+    """Runs that adaptive repetitions skipped are neither ok nor failed: the last line
+    counts them apart, they never make the study fail, and retry-failed leaves them."""
+    recs = _records(tmp_path, "ok", "not-needed", "ok", "not-needed")
+    assert workflow_outcome("s", recs, [], "rep") == (
+        ["numaplace: 2 of 4 runs of study s ok; 2 not needed (adaptive repetitions: their case was decided)"], False)
+    recs = _records(tmp_path / "b", "not-needed", {"status": "timeout"}, "ok")
+    lines, failed = workflow_outcome("s", recs, [], "rep")
+    assert lines[0] == ("numaplace: 1 of 3 runs of study s failed (timeout: 1); 1 not needed (adaptive "
+                        "repetitions: their case was decided); they stay in the report (rep/summary.md: Failed "
+                        "and unverified runs); why, in each one's record.json:")
+    assert lines[1:] == [f"  {recs[1]}: timeout"] and failed is False
+
+
+def test_retry_failed_leaves_ok_and_not_needed_runs(tmp_path):
+    written(tmp_path, a_record("ok", run_id="a.r1"), rid="a.r1")
+    written(tmp_path, a_record("not-needed", run_id="a.r2", reason="separated after 2 rounds"), rid="a.r2")
+    written(tmp_path, a_record("timeout", run_id="a.r3", reason="killed after 60 s"), rid="a.r3")
+    assert store.set_aside_failed(tmp_path, say=lambda line: None) == [("a.r3", "timeout")]
+    assert sorted(r["run_id"] for r in store.iter_records(tmp_path)) == ["a.r1", "a.r2"]
+
+
+def test_a_new_attempt_is_numbered_above_the_highest_even_after_a_gap(tmp_path):
+    """attempts/2 removed by hand: the next attempt is 4, never 2 again (nor 3 twice)."""
+    rundir = written(tmp_path, a_record("failed"))
+    for n in ("1", "3", "notes"):
+        (rundir / "attempts" / n).mkdir(parents=True)
+    assert store.set_aside(rundir) == rundir / "attempts" / "4"
+    assert sorted(p.name for p in (rundir / "attempts" / "4").iterdir()) == ["record.json", "stdout"]
+    written(tmp_path, a_record("failed"))
+    assert store.set_aside(rundir) == rundir / "attempts" / "5"
+
+
+def test_a_records_cpus_map_to_the_nodes_of_its_own_topology():
+    """node_of reads the machine the run was on, from its record; a node without CPUs (a
+    memory-only node) maps none, and a CPU the record does not list maps to None."""
+    node_of = store.Record({"topology": {"nodes": {"0": "0-1,4", "1": "2-3,5", "2": ""}}}).node_of()
+    assert [node_of(c) for c in range(7)] == [0, 0, 1, 1, 0, 1, None]
+    assert store.Record({}).node_of()(0) is None

@@ -179,3 +179,139 @@ def test_a_set_aside_attempt_is_not_in_streams_medians_or_answer(tmp_path):
     summary = "\n".join(k.summary(tables, md_table))
     assert "| 768 | compact 2 | 12100 |" in summary and "| 768 | compact 2, memory on node 1 | 9100 |" in summary
     assert "7100" not in summary
+
+
+# -- exact values of its table, medians, summary, answer and figure size -----------------
+
+def stream_output(results, init="parallel", node=0):
+    """stream.c's output for results [(op, n elements, rep, MB/s)], every page on `node`."""
+    lines = ["# numaplace stream format 1 (key=value fields; see microbench/README.md)",
+             f"run: bench=stream mode=parallel init={init} threads=2 ops=copy,scale,add,triad reps=3 flush=0"]
+    for op, n, rep, mbs in results:
+        lines.append(f"result: bench=stream op={op} mode=parallel init={init} size_bytes={24 * n} elements={n} "
+                     f"threads=2 thread=0 reader_cpu=0 reader_node=0 alloc_cpu=0 alloc_node=0 memory_node=0 "
+                     f"pages=10 pages_by_node={node}:10 rep={rep} passes=4 bytes=1 seconds=0.1 migrated=0 "
+                     f"value={mbs:.2f} unit=MB/s")
+    lines.append(f"done: bench=stream results={len(results)} complete=1 verified=1")
+    return membench_output.parse("\n".join(lines) + "\n")
+
+
+def stream_record(pid, results, init="parallel", rep=1, status="ok", node=None):
+    from numaplace.record.store import Record
+    return Record({"bench": "stream", "rep": rep, "run_id": f"stream.X.default.{pid}.r{rep}", "status": status,
+                   "placement": STREAM_PLACEMENTS[pid], "topology": STREAM_TOPOLOGY,
+                   "output": stream_output(results, init, int(STREAM_PLACEMENTS[pid]["memory_nodes"] or 0)
+                                           if node is None else node)})
+
+
+N = 1 << 22        # 96 MiB of arrays
+
+
+def stream_tables(records):
+    from numaplace.kinds import kind
+    return kind("stream").make_tables(records, {"memory_cell_share_min": 0.99})
+
+
+def test_stream_csv_rows_are_sorted_and_say_a_serial_init():
+    """stream.csv: one row per kernel, size, run and repetition, sorted by kernel, size,
+    placement, rep and sample; a --init serial run's placement says so."""
+    t = stream_tables([stream_record("c0-1_mb1_t_nc", [("triad", N, 0, 900.0), ("copy", N, 0, 800.0)]),
+                       stream_record("c0-1_loc_t_nc", [("triad", N, 1, 1100.0), ("triad", N, 0, 1000.0),
+                                                       ("triad", N // 2, 0, 1200.0)], init="serial")])["stream"]
+    assert list(zip(t["op"], t["size_bytes"], t["placement_id"], t["sample"], t["value"])) == [
+        ("copy", 24 * N, "c0-1_mb1_t_nc", 0, 800.0),
+        ("triad", 12 * N, "c0-1_loc_t_nc", 0, 1200.0),
+        ("triad", 24 * N, "c0-1_loc_t_nc", 0, 1000.0), ("triad", 24 * N, "c0-1_loc_t_nc", 1, 1100.0),
+        ("triad", 24 * N, "c0-1_mb1_t_nc", 0, 900.0)]
+    assert t["placement"].tolist()[1:4] == ["compact 2, serial init"] * 3
+    assert t["placement"].tolist()[0] == "compact 2, memory on node 1"
+    assert t["init"].tolist() == ["parallel", "serial", "serial", "serial", "parallel"]
+    assert set(t["status"]) == {"ok"} and set(t["memory_node"]) == {0, 1} and set(t["unit"]) == {"MB/s"}
+
+
+def test_the_summary_gives_each_kernels_median_per_placement_and_size():
+    from numaplace.kinds import kind
+    from numaplace.report.summary import md_table
+    recs = [stream_record("c0-1_loc_t_nc", [(op, N, rep, v + 10 * rep) for rep in range(3)
+                                            for op, v in (("copy", 1000.0), ("triad", 3000.0))]),
+            stream_record("c0-1_loc_t_nc", [("triad", N, 0, 99999.0)], rep=2, status="failed"),
+            stream_record("c0-1_loc_t_nc", [("triad", N, 0, 88888.0)] * 3, rep=3, node=1),     # drift
+            stream_record("c0-1_mb1_t_nc", [("copy", N, 0, 500.0), ("copy", N, 1, 700.0), ("copy", N, 2, 5000.0)])]
+    lines = kind("stream").summary(stream_tables(recs), md_table)
+    assert lines[0] == "## STREAM bandwidth"
+    assert lines[4].splitlines() == ["| size (MiB) | placement | copy MB/s | triad MB/s |", "|---|---|---|---|",
+                                     "| 96 | compact 2 | 1010 | 3010 |", "| 96 | compact 2, memory on node 1 | 700 |  |"]
+
+
+def test_the_answer_names_the_best_and_worst_triad_at_the_largest_size():
+    """By median triad MB/s at the largest size measured (a smaller size, or copy, faster
+    still, is not the answer's); the worst as a share less than the best."""
+    from numaplace.kinds import kind
+    recs = [stream_record("c0-1_loc_t_nc", [("triad", N, r, v) for r, v in enumerate((8000.0, 7000.0, 20000.0))]
+                          + [("triad", N // 4, 0, 99000.0), ("copy", N, 0, 50000.0)]),
+            stream_record("c0-1_mb1_t_nc", [("triad", N, r, v) for r, v in enumerate((6000.0, 5000.0, 1.0))]
+                          + [("triad", N // 4, 0, 1.0)])]
+    assert kind("stream").answer(stream_tables(recs)) == [
+        "STREAM triad: 8000 MB/s on compact 2, 5000 MB/s on compact 2, memory on node 1 (38% less)"]
+    one = stream_tables(recs[:1])
+    assert kind("stream").answer(one) == ["STREAM triad: 8000 MB/s on compact 2"]
+    no_triad = stream_tables([stream_record("c0-1_loc_t_nc", [("copy", N, 0, 1.0)])])
+    assert kind("stream").answer(no_triad) == []
+
+
+def test_ops_and_passes_of_a_stream_run():
+    """--ops: some of the four kernels, each once, in the order given; one timed region per
+    kernel (all four without --ops); every thread runs each kernel at once."""
+    from numaplace.kinds import kind
+    from numaplace.kinds.stream import _ops
+    assert _ops("triad,copy") == ["triad", "copy"] and _ops("add") == ["add"]
+    for bad in ("copy,copy", "load", "", "copy,", "Copy"):
+        with pytest.raises(ValueError, match="each once"):
+            _ops(bad)
+    k = kind("stream")
+    assert k.passes({}) == 4 and k.passes({"--ops": ["add", "triad"]}) == 2 and k.in_parallel({})
+
+
+def test_the_figure_is_sized_for_every_placement_and_kernel():
+    """figure_size: width + the longest label (', serial init' counted), 1.2 in + 0.45 in per
+    pair of bars (placements x kernels / 2)."""
+    from types import SimpleNamespace as NS
+    from numaplace.kinds import kind
+    def run(shape, *args):
+        return NS(args=args, placement=NS(shape=shape, id="x"))
+    k = kind("stream")
+    w, h, why = k.figure_size([run("compact 2"), run("compact 2", "--init", "serial"),
+                               run("spread 2", "--ops", "copy,triad")], {"width": 8.0}, 0.1)
+    assert (w, h) == (pytest.approx(8.0 + 0.1 * 22), pytest.approx(1.2 + 0.45 * 3 * 4 / 2))
+    assert why == "stream's figure: 3 placements x 4 kernels at 0.45 in a pair"
+    w, h, why = k.figure_size([run("s", "--ops", "copy,triad")], {"width": 6.0}, 0.5)
+    assert (w, h, why) == (6.5, pytest.approx(1.2 + 0.45), "stream's figure: 1 placements x 2 kernels at 0.45 in a pair")
+    assert k.figure_size([], {"width": 6.0}, 0.5) is None
+
+
+def test_the_figure_draws_each_kernels_median_per_placement():
+    """stream_bandwidth: per size, a bar per placement and kernel (OPS order), its length the
+    median MB/s of the repetitions; placements sorted by label; a missing pair no bar."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from numaplace.kinds import kind
+    recs = [stream_record("c0-1_loc_t_nc", [(op, N, r, v * (r + 1)) for r in range(3)
+                                            for op, v in (("triad", 3000.0), ("copy", 1000.0))]),
+            stream_record("c0-1_mb1_t_nc", [("triad", N, r, v) for r, v in enumerate((500.0, 700.0, 5000.0))],
+                          init="serial")]
+    saved = []
+
+    class W:
+        cfg = {"width": 8.0}
+
+        def save(self, fig, name, stem, title, case):
+            ax = fig.axes[0]
+            saved.append((name, stem, title, [t.get_text() for t in ax.get_yticklabels()],
+                          [float(p.get_width()) for p in ax.patches], [t.get_text() for t in ax.get_legend().get_texts()]))
+            plt.close(fig)
+    kind("stream").draw(stream_tables(recs), W())
+    ((name, stem, title, labels, widths, legend),) = saved
+    assert (name, stem, title) == ("stream_bandwidth", "stream.100663296", "STREAM bandwidth per kernel — 96 MiB of arrays")
+    assert labels == ["compact 2", "compact 2, memory on node 1, serial init"] and legend == ["copy", "triad"]
+    assert widths[0] == 2000.0 and widths[1] != widths[1] and widths[2:] == [6000.0, 700.0]

@@ -496,3 +496,130 @@ def test_hwloc_cpuset_words():
     assert hwloc_cpuset("0x00000003") == [0, 1]
     assert hwloc_cpuset("0x00000001,0x80000000") == [31, 32]
     assert hwloc_cpuset("0x0") == []
+
+
+# -- what a record keeps of the kernel's settings: exact values ------------------------------
+
+def test_three_governors_are_named_with_their_cpus_in_name_order(tmp_path):
+    """CPUs 0-1 and 10 ondemand, 2 performance, 3 powersave: each name once, its CPUs as a
+    CPU list (10 after 1, by number), names in alphabetical order."""
+    r = fake_root(tmp_path, governors=("ondemand", "ondemand", "performance", "powersave"))
+    d = r / "sys/devices/system/cpu/cpu10/cpufreq"
+    d.mkdir(parents=True)
+    (d / "scaling_governor").write_text("ondemand\n")
+    assert system.settings(r)["cpufreq_governor"] == "ondemand (0-1,10); performance (2); powersave (3)"
+
+
+def test_smt_from_smt_active_or_from_sibling_lists_in_either_form(tmp_path):
+    """smt/active 1 or 0 where the kernel has it; else a sibling list naming two threads,
+    '0,4' or '0-1', means SMT; lists of one thread do not; no lists at all: unknown."""
+    r = fake_root(tmp_path, smt=False)
+    assert system.settings(r)["smt_active"] is False
+    (r / "sys/devices/system/cpu/smt/active").unlink()
+    assert system.settings(r)["smt_active"] is False                  # '0', '1': one thread each
+    (r / "sys/devices/system/cpu/cpu0/topology/thread_siblings_list").write_text("0-1\n")
+    assert system.settings(r)["smt_active"] is True
+    (r / "sys/devices/system/cpu/cpu0/topology/thread_siblings_list").write_text("0,4\n")
+    assert system.settings(r)["smt_active"] is True
+    shutil.rmtree(r / "sys/devices/system/cpu")
+    assert system.settings(r)["smt_active"] is None
+
+
+def test_thp_choice_is_the_bracketed_word():
+    assert system._chosen("always [madvise] never") == "madvise"
+    assert system._chosen("[always] madvise never") == "always"
+    assert system._chosen("always defer defer+madvise madvise [never]") == "never"
+    assert system._chosen("madvise") == "madvise" and system._chosen(None) is None
+
+
+def test_free_memory_per_node_in_mib_and_the_migration_counters(tmp_path):
+    """MemFree (not MemTotal) of each node, kB to MiB (1024), node ids as text; only the
+    migration counters of /proc/vmstat, as numbers."""
+    r = fake_root(tmp_path)
+    for n, (total, free) in {0: (16777216, 2097151), 1: (16777216, 1048576), 10: (8388608, 5120)}.items():
+        d = r / f"sys/devices/system/node/node{n}"
+        d.mkdir(parents=True)
+        (d / "meminfo").write_text(f"Node {n} MemTotal:       {total} kB\nNode {n} MemFree:        {free} kB\n"
+                                   f"Node {n} MemUsed:        {total - free} kB\n")
+    assert system.free_mb_by_node(r) == {"0": 2047, "1": 1024, "10": 5}
+    (r / "proc/vmstat").write_text(VMSTAT.format(pte=77, migrated=9) + "numa_foo 5\npgmigrate_fail x\n")
+    assert system.migration_counters(r) == {"numa_pte_updates": 77, "numa_hint_faults": 10,
+                                            "numa_hint_faults_local": 5, "numa_pages_migrated": 9,
+                                            "pgmigrate_success": 9, "pgmigrate_fail": 0}
+    assert system.free_mb_by_node(tmp_path / "none") == {} and system.migration_counters(tmp_path / "none") == {}
+
+
+def test_at_end_counts_what_changed_and_only_once(tmp_path):
+    """The change of each counter since the start (end - start); a counter absent at the
+    start is left out; calling at_end again leaves the record as it is."""
+    r = fake_root(tmp_path, balancing=0)
+    (r / "proc/vmstat").write_text(VMSTAT.format(pte=100, migrated=40))
+    rec = system.at_start(r)
+    rec["vmstat_start"].pop("numa_hint_faults_local")
+    (r / "proc/vmstat").write_text(VMSTAT.format(pte=350, migrated=41))
+    (r / system.BALANCING).write_text("2\n")
+    system.at_end(rec, r)
+    assert rec["numa_balancing"] == 0 and rec["numa_balancing_at_end"] == 2
+    assert rec["vmstat_delta"] == {"numa_pte_updates": 250, "numa_hint_faults": 0, "numa_pages_migrated": 1,
+                                   "pgmigrate_success": 1, "pgmigrate_fail": 0}
+    (r / system.BALANCING).write_text("1\n")
+    assert system.at_end(rec, r)["numa_balancing_at_end"] == 2
+
+
+def test_balancing_was_on_if_on_at_either_end():
+    on = system.balancing_on
+    assert on({"numa_balancing": 0, "numa_balancing_at_end": 0}) is False
+    assert on({"numa_balancing": 0, "numa_balancing_at_end": 1}) is True
+    assert on({"numa_balancing": 2, "numa_balancing_at_end": 0}) is True      # 2: tiering mode
+    assert on({"numa_balancing": None, "numa_balancing_at_end": 0}) is False
+    assert on({"numa_balancing": None}) is None and on(None) is None and on({}) is None
+
+
+def test_the_studys_setting_as_the_sysctl_value():
+    """off/on as text or YAML's booleans; absent: no setting."""
+    assert [system.wanted({"numa_balancing": v}) for v in ("off", "on", False, True)] == [0, 1, 0, 1]
+    assert system.wanted({}) is None and system.wanted(None) is None and system.wanted({"numa_balancing": None}) is None
+    assert system.BALANCING_VALUES == {"off": 0, "on": 1}
+
+
+def test_where_numaplace_may_not_set_it_and_a_machine_without_it(tmp_path, monkeypatch):
+    """A kernel without the sysctl: numaplace cannot set it, and a study asking for off is
+    fine (it never balances) while one asking for on is refused, 'absent'."""
+    r = fake_root(tmp_path, balancing=1)
+    assert system.how_to_set(r) == ("write", None)
+    (r / system.BALANCING).unlink()
+    assert system.how_to_set(r) == (None, "this kernel has no kernel.numa_balancing (/proc/sys/kernel/numa_balancing)")
+    system.check_study({"numa_balancing": "off"}, "s.yaml", r)
+    with pytest.raises(ConfigError) as e:
+        system.check_study({"numa_balancing": "on"}, "s.yaml", r)
+    assert str(e.value) == ("s.yaml: system.numa_balancing: cannot set kernel.numa_balancing to 1 here (it is "
+                            "absent): this kernel has no kernel.numa_balancing (/proc/sys/kernel/numa_balancing)")
+    system.check_study(None, "s.yaml", r)
+    r2 = fake_root(tmp_path / "b", balancing=0)
+    monkeypatch.setattr(system.os, "access", lambda path, mode: False)
+    assert system.how_to_set(r2) == (None, "not root and no sudo rule for `sysctl -qw kernel.numa_balancing=N` "
+                                           "(README: Before you measure)")
+    with pytest.raises(PermissionError, match="cannot set kernel.numa_balancing: not root and no sudo rule"):
+        system.set_balancing(1, r2)
+    with pytest.raises(PermissionError, match="cannot set kernel.numa_balancing to 1: not root"):
+        with system.balancing_for_run({"numa_balancing": "on"}, tmp_path / "state.json", r2):
+            pass
+    assert system._sudo_argv(1)[:2] == ["sudo", "-n"] and system._sudo_argv(1)[-2:] == ["-qw", "kernel.numa_balancing=1"]
+
+
+def test_the_state_file_says_what_was_there_and_what_was_set(tmp_path):
+    """Before the change: {"numa_balancing": previous, "set_to": wanted, "pid": this}; a
+    leftover of 2 (tiering) is put back as 2 by the next run, which returns it."""
+    r = fake_root(tmp_path, balancing=2)
+    state = tmp_path / system.STATE_FILE
+    with system.balancing_for_run({"numa_balancing": "on"}, state, r):
+        assert json.loads(state.read_text()) == {"numa_balancing": 2, "set_to": 1, "pid": os.getpid()}
+        assert (r / system.BALANCING).read_text() == "1\n"
+    assert balancing_of(r) == 2 and not state.exists()
+    state.write_text(json.dumps({"numa_balancing": 2, "set_to": 0, "pid": 1}))
+    (r / system.BALANCING).write_text("0\n")
+    assert system.restore_leftover(state, r) == {"numa_balancing": 2, "set_to": 0, "pid": 1}
+    assert balancing_of(r) == 2 and not state.exists()
+    assert system.restore_leftover(state, r) is None
+    state.write_text("{not json")
+    assert system.restore_leftover(state, r) is None

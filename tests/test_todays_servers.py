@@ -284,3 +284,21 @@ def test_loaded_latency_on_a_one_core_node_is_not_applicable_in_one_line():
     assert ll == {"compact all (2)"}
     assert "experiments[4] (memory-loaded-latency): not applicable here: compact node (1): one thread is a " \
            "chaser with no loader (loaded latency needs 2 or more threads)" in st.not_applicable
+
+
+def test_counts_in_an_allocation_fit_up_to_its_cores_and_past_them_are_left_out():
+    """A cpuset of 4 cores: unpinned/compact 4 and all exist, 5 is one line naming the allocation."""
+    from numaplace.plan.expand import expand_spec
+    from numaplace.plan.placement import NotApplicable
+    job = Topology("f", {n: [2 * n, 2 * n + 1] for n in range(4)}, {n: 100 for n in range(4)}).restrict(
+        [2, 3, 4, 5], [1, 2], "cpuset")
+    shown = lambda out: [str(o) if isinstance(o, NotApplicable) else o for o in out]
+    assert shown(expand_spec({"unpinned": ["all", 4, 5, "half"]}, job, "f", "e")) == [
+        ([2, 3, 4, 5], "unpinned all (4)", None, 0), ([2, 3, 4, 5], "unpinned 4", None, 0),
+        "unpinned 5: this allocation has 4 cores (CPUs 2-5, cpuset)", ([2, 3, 4, 5], "unpinned half (2)", None, 2)]
+    assert shown(expand_spec({"compact": [4, 5, "all"]}, job, "f", "e")) == [
+        ([2, 3, 4, 5], "compact 4", None, 0), "compact 5: this allocation has 4 cores (CPUs 2-5, cpuset)",
+        ([2, 3, 4, 5], "compact all (4)", None, 0)]
+    with pytest.raises(NotApplicable) as e:
+        expand_spec({"cpus": "0-1"}, job, "f", "e")
+    assert str(e.value) == "cpus 0-1: CPU 0-1 outside this allocation (CPUs 2-5, memory nodes 1-2, cpuset)"

@@ -308,3 +308,181 @@ def test_the_named_cache_sizes_are_half_the_cache_as_the_micro_benchmarks_take_t
     for cpu in (0, 3):
         assert {name: topo.named_size(name, cpu) for name in want} == want
         assert {name: named_size(name, cpu, sysfs=cpu_root) for name in want} == want   # the binaries' rule
+
+
+# -- what a plan reads of a topology: every method on one realistic machine ----------------
+
+def _epyc_like():
+    """Two sockets of two nodes, SMT pairs (CPU c and c+8 one core), CPU ids interleaved
+    across nodes as firmware numbers them, plus node 4: CXL memory without CPUs; a SLIT."""
+    nodes = {0: [0, 1, 8, 9], 1: [2, 3, 10, 11], 2: [4, 5, 12, 13], 3: [6, 7, 14, 15], 4: []}
+    siblings = {c: (c, c + 8) for c in range(8)} | {c + 8: (c, c + 8) for c in range(8)}
+    slit = [[10, 12, 32, 32, 50], [12, 10, 32, 32, 50], [32, 32, 10, 12, 60], [32, 32, 12, 10, 60],
+            [50, 50, 60, 60, 10]]
+    return Topology("epyc", nodes, {0: 64000, 1: 64000, 2: 64000, 3: 64000, 4: 128000}, slit,
+                    siblings=siblings)
+
+
+def test_a_plans_view_of_cores_threads_and_node_kinds():
+    """One thread per physical core (its first hardware thread) unless smt, where a core's
+    threads sit side by side; CPU nodes, memory nodes and memory-only nodes; the head's words."""
+    t = _epyc_like()
+    assert t.node_ids == [0, 1, 2, 3, 4] and t.cpus == list(range(16))
+    assert t.node_cpus(1) == [2, 3] and t.node_cpus(1, smt=True) == [2, 10, 3, 11]
+    assert t.cores() == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert t.cores(smt=True) == [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15]
+    assert t.cpu_nodes == [0, 1, 2, 3] and t.memory_nodes == [0, 1, 2, 3, 4] and t.memory_only_nodes == [4]
+    assert [t.node_kind(n) for n in (0, 4)] == ["cpus and memory", "memory only"]
+    assert t.nodes_words() == "5 NUMA nodes (4 with CPUs, 1 memory only)"
+    assert t.distance(0, 1) == 12 and t.distance(1, 2) == 32 and t.distance(4, 2) == 60 and t.distance(3, 3) == 10
+    assert [t.node_of(c) for c in (0, 9, 10, 15)] == [0, 0, 1, 3] and t.node_of(16) is None
+    assert t.node_sizes_differ() is False and t.restriction_words() == "" and t.outside_allocation([0], [4]) == ""
+
+
+def test_a_core_whose_first_thread_is_not_allowed_keeps_its_other_thread():
+    """A job given only CPU 9 of core (1, 9): that thread is the core's, not none."""
+    t = _epyc_like().restrict({0, 9, 8}, {0}, "cpuset")
+    assert t.nodes == {0: [0, 8, 9]} and t.siblings == {0: (0, 8), 8: (0, 8)}
+    assert t.node_cpus(0) == [0, 9] and t.node_cpus(0, smt=True) == [0, 8, 9]
+    # a node listing a core's second thread only (its first is another node's, or offline)
+    odd = Topology("t", {0: [2, 9, 10], 1: [1]}, siblings={1: (1, 9), 9: (1, 9), 2: (2, 10), 10: (2, 10)})
+    assert odd.node_cpus(0) == [2, 9] and odd.node_cpus(1) == [1] and odd.cores() == [2, 9, 1]
+
+
+def test_node_words_for_one_node_and_for_a_memoryless_cpu_node():
+    assert Topology("one", {0: [0, 1]}, {0: 1024}).nodes_words() == "1 NUMA node"
+    assert Topology("two", {0: [0], 1: [1]}, {0: 1, 1: 1}).nodes_words() == "2 NUMA nodes"
+    memless = Topology("m", {0: [0], 1: [1]}, {0: 1024, 1: 0})
+    assert memless.node_kind(1) == "cpus only" and memless.memory_nodes == [0] and memless.memory_only_nodes == []
+    assert memless.nodes_words() == "2 NUMA nodes"
+    neither = Topology("n", {0: [0, 1], 1: []}, {0: 1024, 1: 0})          # a node with no CPU and no memory
+    assert neither.nodes_words() == "2 NUMA nodes (1 with CPUs, 0 memory only)"
+    unknown = Topology("u", {0: [0], 1: []}, {0: 1024})
+    assert unknown.memory_nodes == [0, 1] and unknown.nodes_words() == "2 NUMA nodes (1 with CPUs, 1 memory only)"
+    assert Topology("s", {0: [0, 1, 2], 1: [3, 4]}).node_sizes_differ() is True
+
+
+def test_an_allocation_as_the_plan_words_it():
+    """A Slurm job given CPUs 2-3 and 10 (node 1) and memory on nodes 1 and 4: node 1 keeps
+    those CPUs, node 4 stays memory only, nodes 0, 2 and 3 are gone; the words name CPUs,
+    nodes and cores; what it asks outside is named, what the machine lacks is not."""
+    job = _epyc_like().restrict([2, 3, 10], [1, 4], "cpuset")
+    assert job.nodes == {1: [2, 3, 10], 4: []} and job.memory_mb == {1: 64000, 4: 128000}
+    assert job.distances == [[10, 50], [50, 10]]
+    assert job.siblings == {2: (2, 10), 10: (2, 10)}
+    assert job.allowed == {"cpus": [2, 3, 10], "nodes": [1, 4], "source": "cpuset", "machine_nodes": 5,
+                           "machine_cpus": 16, "machine_node_ids": [0, 1, 2, 3, 4], "machine_cpu_ids": list(range(16))}
+    assert job.restriction_words() == "restricted to CPUs 2-3,10 and nodes 1,4 of 5 nodes (cpuset)"
+    assert job.allocation_words() == "this allocation has 2 cores (CPUs 2-3,10, cpuset)"
+    assert job.outside_allocation([2, 4, 5, 99], [1, 0, 7]) == \
+        "CPU 4-5 and node 0 outside this allocation (CPUs 2-3,10, memory nodes 1,4, cpuset)"
+    assert job.outside_allocation([2], [1]) == "" and job.outside_allocation([], [2]) == \
+        "node 2 outside this allocation (CPUs 2-3,10, memory nodes 1,4, cpuset)"
+    one = Topology("two", {0: [0, 1], 1: [2, 3]}, {0: 1, 1: 1}).restrict([1], [0], "affinity mask")
+    assert one.nodes == {0: [1]} and one.memory_mb == {0: 1}
+    assert one.restriction_words() == "restricted to CPUs 1 and node 0 of 2 nodes (affinity mask)"
+    assert one.allocation_words() == "this allocation has 1 core (CPUs 1, affinity mask)"
+    single = Topology("one", {0: [0, 1]}, {0: 1}).restrict([1], None, "affinity mask")
+    assert single.restriction_words() == "restricted to CPUs 1 and node 0 of 1 node (affinity mask)"
+
+
+def test_cpus_without_their_nodes_memory_and_the_whole_machine():
+    """CPUs allowed on a node whose memory is not: the node stays with memory 0 (never a
+    memory target); allowing everything gives the same topology back."""
+    t = _epyc_like()
+    job = t.restrict([0, 1, 4], [0], "cpuset")
+    assert job.nodes == {0: [0, 1], 2: [4]} and job.memory_mb == {0: 64000, 2: 0}
+    assert job.memory_nodes == [0] and job.node_kind(2) == "cpus only"
+    assert t.restrict(range(16), None, "x") is t and t.restrict(range(20), [0, 1, 2, 3, 4, 5], "x") is t
+    assert list(t.restrict(range(16), [0, 1, 2, 3], "x").nodes) == [0, 1, 2, 3]      # CXL memory not allowed: gone
+
+
+def test_a_topology_record_carries_model_sockets_caches_siblings_and_allocation():
+    t = _epyc_like()
+    t.model, t.sockets = "AMD EPYC 9654 96-Core Processor", 2
+    t.caches = [{"level": 3, "type": "Unified", "size_kb": 32768, "shared_cpus": ["0-1,8-9"]}]
+    d = t.restrict([2, 3, 10, 11], [1], "cpuset").to_dict()
+    assert d == {"name": "epyc", "description": "", "launcher": "numactl", "nodes": {"1": "2-3,10-11"},
+                 "memory_mb": {"1": 64000}, "distances": [[10]], "model": "AMD EPYC 9654 96-Core Processor",
+                 "sockets": 2, "caches": t.caches, "smt_siblings": ["2,10", "3,11"],
+                 "allowed": {"cpus": "2-3,10-11", "nodes": "1", "source": "cpuset"}}
+    full = _epyc_like().to_dict()
+    assert full["smt_siblings"] == ["0,8", "1,9", "2,10", "3,11", "4,12", "5,13", "6,14", "7,15"]
+    assert list(full["nodes"]) == ["0", "1", "2", "3", "4"] and "model" not in full and "allowed" not in full
+    wide = Topology("w", {0: [9, 10, 25, 26]}, siblings={9: (9, 25), 25: (9, 25), 10: (10, 26), 26: (10, 26)})
+    assert wide.to_dict()["smt_siblings"] == ["9,25", "10,26"]          # by first CPU, not as text
+
+
+def test_named_sizes_of_a_platform_with_unequal_last_level_caches():
+    """DRAM is 4 x every last-level cache once (two 32 MiB L3 groups: 256 MiB); the
+    others half of the cache holding the CPU; Instruction caches never count; an unknown
+    name or a CPU without that cache: None."""
+    t = Topology("c", {0: [0, 1], 1: [2, 3]}, caches=[
+        {"level": 1, "type": "Instruction", "size_kb": 64, "shared_cpus": ["0", "1", "2", "3"]},
+        {"level": 1, "type": "Data", "size_kb": 32, "shared_cpus": ["0", "1", "2", "3"]},
+        {"level": 2, "type": "Unified", "size_kb": 1024, "shared_cpus": ["0", "1"]},
+        {"level": 2, "type": "Unified", "size_kb": 512, "shared_cpus": ["2", "3"]},
+        {"level": 3, "type": "Unified", "size_kb": 32768, "shared_cpus": ["0-1", "2-3"]}])
+    assert t.named_size("DRAM") == 4 * 2 * 32768 * 1024
+    assert (t.named_size("L1"), t.named_size("L2"), t.named_size("LLC")) == (16 * 1024, 512 * 1024, 16 << 20)
+    assert t.named_size("L2", 3) == 256 * 1024
+    assert t.named_size("L4") is None and t.named_size("L2", 9) is None
+    assert Topology("none", {0: [0]}).named_size("LLC") is None
+
+
+def test_sysfs_cache_sizes_in_kb_and_their_sharing_cpus(tmp_path):
+    """sysfs writes '48K', '2048K', '32M' (a bare number is bytes); every (level, type,
+    size) once with its CPU sets in first-CPU order (2 before 10)."""
+    from numaplace.machine.topology import _size_kb, read_caches
+    assert [_size_kb(x) for x in ("48K", "2048K", "32M", "1G", "65536", "", None, "3.5M")] == \
+        [48, 2048, 32768, 1024 ** 2, 64, None, None, None]
+    cpu_root = tmp_path / "cpu"
+    for cpu, l3 in ((0, "0-1"), (1, "0-1"), (10, "2,10"), (2, "2,10")):
+        for i, (level, kind, size, shared) in enumerate([(1, "Data", "48K", str(cpu)), (3, "Unified", "32M", l3)]):
+            d = cpu_root / f"cpu{cpu}" / "cache" / f"index{i}"
+            d.mkdir(parents=True)
+            for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+                (d / name).write_text(f"{value}\n")
+    assert read_caches(cpu_root) == [
+        {"level": 1, "type": "Data", "size_kb": 48, "shared_cpus": ["0", "1", "2", "10"]},
+        {"level": 3, "type": "Unified", "size_kb": 32768, "shared_cpus": ["0-1", "2,10"]}]
+
+
+def test_the_cpu_model_and_the_socket_count_from_proc_and_sysfs(tmp_path):
+    from numaplace.machine.topology import count_sockets, cpu_model
+    f = tmp_path / "cpuinfo"
+    f.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 17\n"
+                 "model name\t: AMD EPYC 9654 96-Core Processor\nmodel name\t: other\n")
+    assert cpu_model(f) == "AMD EPYC 9654 96-Core Processor"
+    f.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4\n")
+    assert cpu_model(f) == "Raspberry Pi 4 Model B Rev 1.4"
+    f.write_text("processor\t: 0\ncpu model\t: ICT Loongson-3 V0.13 FPU V0.1\n")
+    assert cpu_model(f) == "ICT Loongson-3 V0.13 FPU V0.1"
+    assert cpu_model(tmp_path / "none") == ""
+    for cpu, pkg in ((0, "0"), (1, "0"), (2, "1"), (3, "1"), (4, "-1")):
+        d = tmp_path / "cpu" / f"cpu{cpu}" / "topology"
+        d.mkdir(parents=True)
+        (d / "physical_package_id").write_text(pkg + "\n")
+    assert count_sockets(tmp_path / "cpu") == 2
+    assert count_sockets(tmp_path / "none") == 0
+
+
+def test_a_platform_file_with_hops_siblings_memory_and_an_allocation(tmp_path):
+    """hops are 10 + 10 per hop; smt_siblings map each thread to its core's; a node without
+    memory_mb has none; `allowed` restricts as a job's cpuset does."""
+    f = tmp_path / "p.yaml"
+    f.write_text('name: p\ndescription: two sockets\nlauncher: taskset\nnodes:\n'
+                 '  - {id: 0, cpus: "0-1", memory_mb: 2048}\n  - {id: 1, cpus: "2-3", memory_mb: 4096}\n'
+                 '  - {id: 2, cpus: "", memory_mb: 8192}\n'
+                 'hops: ["012", "101", "210"]\nsmt_siblings: ["0,2", "1", "3"]\n'
+                 'allowed: {cpus: "0-2", nodes: "0,2", source: "slurm"}\n')
+    whole = tmp_path / "whole.yaml"
+    whole.write_text("\n".join(l for l in f.read_text().splitlines() if not l.startswith("allowed")) + "\n")
+    w = load_platform(whole)
+    assert w.siblings == {0: (0, 2), 2: (0, 2)} and w.nodes == {0: [0, 1], 1: [2, 3], 2: []} and w.allowed == {}
+    t = load_platform(f)
+    assert (t.name, t.description, t.launcher) == ("p", "two sockets", "taskset")
+    assert t.nodes == {0: [0, 1], 1: [2], 2: []} and t.memory_mb == {0: 2048, 1: 0, 2: 8192}
+    assert t.distances == [[10, 20, 30], [20, 10, 20], [30, 20, 10]]
+    assert t.siblings == {0: (0, 2), 2: (0, 2)}
+    assert t.restriction_words() == "restricted to CPUs 0-2 and nodes 0,2 of 3 nodes (slurm)"
