@@ -553,3 +553,50 @@ def test_the_slowest_speed_ignores_probes_that_are_no_bandwidth(tmp_path):
 def test_a_runs_fixed_cost_at_the_reference_is_a_third_of_a_second():
     """The measured gap between runs there (0.34 s in the default study): the estimate's base."""
     assert (budget.RUN_OVERHEAD_S, budget.BUILD_S, budget.REF_READ_GBS, budget.REF_START_S) == (0.35, 1.0, 32.0, 0.10)
+
+
+def test_waiting_for_quiet_looks_every_5_s_until_run_busy_wait_has_passed_then_starts_anyway():
+    """busy_wait 10 s: looks at 5 s and 10 s, then says it starts anyway; the wait is said in minutes."""
+    run = {"idle_busy_max": 0.15, "when_busy": "wait", "busy_wait": 10}
+    said, looks, t = [], [], [0.0]
+    busy = lambda: looks.append(t[0]) or _load(0.9)                             # noqa: E731
+    assert budget.wait_for_quiet(run, said.append, load_of=busy, sleep=lambda s: t.__setitem__(0, t[0] + s),
+                                 clock=lambda: t[0]) is True
+    assert looks == [0.0, 5.0, 10.0] and t[0] == 10.0
+    assert said == [
+        "numaplace: this machine is busy (load 15.0 on 2 CPUs, 90 % of their time taken by other processes): "
+        "waiting for quiet, at most 10 s (run.busy_wait)",
+        "numaplace: still busy after 10 s (load 15.0 on 2 CPUs, 90 % of their time taken by other processes): the "
+        "study starts anyway; its runs are flagged where other load shared their CPUs"]
+    said.clear()
+    budget.wait_for_quiet({**run, "busy_wait": 600}, said.append, load_of=lambda: _load(0.9),
+                          sleep=lambda s: t.__setitem__(0, t[0] + s), clock=lambda: t[0])
+    assert said[0].endswith("waiting for quiet, at most 10 min (run.busy_wait)")
+    assert said[1].startswith("numaplace: still busy after 10 min (")
+
+
+def test_the_first_look_at_the_load_is_the_window_opened_as_the_workflow_started(monkeypatch):
+    """The start costs no wait: the window opened earlier is read once; every later look is a fresh one."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 0.0, 0.0))
+    window = type("W", (), {"foreign_busy": lambda self, cpus, seconds: 0.25 if cpus == [0, 1] else None})()
+    fresh = []
+    monkeypatch.setattr(budget, "machine_load", lambda since=None: fresh.append(since) or budget.Load(0.5, 0.5, 2))
+    look = budget.load_since(window)
+    look(), look(), look()
+    assert fresh == [window, None, None]
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1, 0})
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.456, 0.0, 0.0))
+    assert budget.machine_load(since=window) == budget.Load(0.25, 0.46, 2)
+
+
+def test_a_node_whose_free_memory_is_unknown_is_not_said_to_spill(monkeypatch):
+    """Free memory read for node 0 only: node 1's share is not a spill; on platform auto the
+    free memory is read from this machine (not the topology's totals) when none is given."""
+    runs = [run("a", "cg", "C", place([0, 4]))]
+    assert memory_spills(runs, TWO, {0: 4000}) == []
+    auto = Topology("auto", {0: [0, 1], 1: [2, 3]}, {0: 4000, 1: 4000})
+    monkeypatch.setattr(system, "free_mb_by_node", lambda: {"0": 100, "1": 5000})
+    (s,) = memory_spills([run("a", "cg", "C", finish([0, 2], Memory("local"), "process", "numactl", "x", auto))], auto)
+    assert (s.node, s.need_mb, s.free_mb, s.measured) == (0, 891 / 2, 100, True)

@@ -42,13 +42,19 @@ class Waits:
 
 
 def scripted(monkeypatch, footprints, threads=None, read_cost=0.0, cost=0.0, own_cpus=(0, 1),
-             numastat=None, **settings):
+             numastat=None, texts=None, clock_step=0.25, **settings):
     """A Sampler of pid 4242 whose process shows footprints[i] ((pages on node 0, on node 1))
     and threads[i] ({tid: (cpu, mask)}) at sample i, then exits. Each sample costs read_cost
     of CPU time to read numa_maps and cost in all; the clock starts at 100.0 and moves on
     0.25 s each time it is read (t0, exec seen, then one per sample)."""
-    texts = iter([numa_maps_text(*f) for f in footprints])
+    texts = iter(texts if texts is not None else [numa_maps_text(*f) for f in footprints])
     team = iter(threads or [])
+
+    def thread_cpus(pid):
+        try:
+            return next(team)
+        except StopIteration:
+            raise ProcessLookupError(pid) from None
     calls = itertools.count()
 
     def read(pid):
@@ -59,12 +65,14 @@ def scripted(monkeypatch, footprints, threads=None, read_cost=0.0, cost=0.0, own
             raise ProcessLookupError(pid) from None
 
     def thread_time():
+        if not (read_cost or cost):
+            return 0.0
         i, step = divmod(next(calls), 3)    # per sample: its start, after the read, its end
         return 10.0 * i + (0.0, read_cost, cost)[step]
 
     monkeypatch.setattr(capture, "read_numa_maps", read)
-    monkeypatch.setattr(capture, "thread_cpus", lambda pid: next(team))
-    monkeypatch.setattr(capture, "time", SimpleNamespace(monotonic=itertools.count(100.0, 0.25).__next__,
+    monkeypatch.setattr(capture, "thread_cpus", thread_cpus)
+    monkeypatch.setattr(capture, "time", SimpleNamespace(monotonic=itertools.count(100.0, clock_step).__next__,
                                                          thread_time=thread_time))
     monkeypatch.setattr(capture.os, "sched_getaffinity", lambda pid: set(own_cpus))
     taken = []
@@ -164,13 +172,15 @@ def test_numastat_p_is_taken_once_steady_then_only_after_5_percent_growth_three_
     assert s.numastat_p_takes == 3 and s.numastat_p == "numastat -p take 3\n"
     assert s.numastat_p_bytes == 1400 * PAGE
     assert s.summary()["numastat_process_taken"] is True
+    assert s.summary()["team"] is None and s.summary()["threads"] == {}      # threads not sampled
 
 
 def test_a_process_without_data_is_never_steady(monkeypatch):
     """Before the benchmark has touched any data (a footprint of 0 bytes twice) there is no
     steady working set yet: fidelity must not judge an empty one."""
     s = scripted(monkeypatch, [(0,), (0,)], threads=[{1: (0, "0-3"), 2: (1, "0-3")}] * 2,
-                 interval_min=0.01, interval_max=1.0)
+                 interval_min=0.01, interval_max=1.0, numastat={})
+    assert s.numastat_taken == [] and s.numastat_p is None     # no per-process numastat of nothing
     assert s.stop_event.waits == pytest.approx([0.01, 0.02])     # backs off, but no team rule without data
     assert s.steady is None and s.summary()["numa_maps"]["steady"] is None
     assert s.peak is s.samples[0]
@@ -257,3 +267,45 @@ def test_numastat_from_sysfs_keeps_only_its_six_counters(tmp_path):
     assert capture.numastat_system(tmp_path) == {
         "numa_hit": {"0": 10, "1": 11}, "numa_miss": {"0": 0, "1": 0}, "numa_foreign": {"0": 0, "1": 0},
         "interleave_hit": {"0": 1, "1": 1}, "local_node": {"0": 10, "1": 11}, "other_node": {"0": 0, "1": 1}}
+
+
+def test_numa_maps_that_do_not_parse_stop_its_reading_and_the_threads_are_still_sampled(monkeypatch):
+    """A line this parser cannot read is said once in the errors (prefixed numa_maps:),
+    numa_maps is not read again, and the threads' CPUs are sampled to the end."""
+    texts = ["zz00 default anon=1\n", numa_maps_text(100)]
+    s = scripted(monkeypatch, [], texts=texts, threads=[{5: (1, "0-3")}] * 3, interval_min=0.01, interval_max=1.0)
+    assert s.errors == ["numa_maps: malformed numa_maps line: 'zz00 default anon=1'"]
+    assert s.numa_maps_on is False and len(s.samples) == 3
+    assert [sorted(x) for x in s.samples] == [["t", "team", "threads"]] * 3
+    assert s.summary()["numa_maps"]["peak"] is None and s.summary()["threads"]["5"]["cpus"] == {"1": 3}
+    assert s.stop_event.waits == pytest.approx([0.02, 0.04, 0.08])        # no footprint: backing off
+
+
+def test_sample_times_are_seconds_since_the_sampler_started_to_a_tenth_of_a_millisecond(monkeypatch):
+    s = scripted(monkeypatch, [(10,), (10,)], clock_step=0.123456, interval_min=0.01, interval_max=1.0)
+    assert s.exec_seen == 0.1235
+    assert [x["t"] for x in s.samples] == [0.2469, 0.3704]
+
+
+def test_sampling_starts_once_the_benchmark_is_execd_polled_from_0_2_ms_up_to_every_2_ms(monkeypatch):
+    """Before the exec /proc/<pid> is the launcher's (numactl, taskset): not sampled. A
+    process that exits first is said in the errors with the last exe seen."""
+    seen = iter(["/usr/bin/taskset"] * 5 + ["/x/bench.x"])
+    monkeypatch.setattr(capture.os, "readlink", lambda path: next(seen))
+    s = capture.Sampler(4242, "/nonexistent", exe="/x/bench.x")
+    s.stop_event = Waits()
+    assert s._wait_for_exec() is True
+    assert s.stop_event.waits == pytest.approx([0.0002, 0.0004, 0.0008, 0.0016, 0.002])
+    gone = iter(["/usr/bin/numactl"])
+
+    def readlink(path):
+        assert path == "/proc/4242/exe"
+        try:
+            return next(gone)
+        except StopIteration:
+            raise FileNotFoundError(path) from None
+    monkeypatch.setattr(capture.os, "readlink", readlink)
+    s = capture.Sampler(4242, "/nonexistent", exe="/x/bench.x")
+    s.stop_event = Waits()
+    assert s._wait_for_exec() is False
+    assert s.errors == ["the process never ran /x/bench.x while sampled (last exe: /usr/bin/numactl)"]

@@ -136,3 +136,20 @@ def test_not_needed_records_are_said_too(rig, tmp_path, monkeypatch):
     assert [r["run_id"] for r in rig.said] == ["a.r2", "a.r3", "a.r1"]
     assert [r["status"] for r in rig.said] == ["not-needed", "not-needed", "ok"]
     assert [e["outcome"] for e in out["runs"]] == ["ok", "not-needed", "not-needed"]
+
+
+def test_only_runs_with_a_record_of_another_definition_are_set_aside(rig, tmp_path):
+    """aside() is told, once, the runs about to be measured whose folder holds a record
+    that is not theirs (an older numaplace, a changed study); a run without any record
+    and a run already recorded are not in it."""
+    from numaplace.run.runner import definition_digest
+    runs_dir = rig.results / "runs"
+    for rid, rec in (("a.r1", {"definition_sha256": definition_digest(rig.runs[0]["spec"]), "status": "ok"}),
+                     ("a.r3", {"definition_sha256": "0" * 64, "status": "ok"})):
+        (runs_dir / rid).mkdir(parents=True)
+        (runs_dir / rid / "record.json").write_text(json.dumps(rec))
+    asides = []
+    out = chunk.measure_chunk(rig.runs, rig.results, tmp_path / "ledger.json", aside=asides.append)
+    assert asides == [["a.r3"]]
+    assert [c["run_id"] for c in rig.calls] == ["a.r2", "a.r3"]
+    assert [e["outcome"] for e in out["runs"]] == ["kept", "ok", "ok"]

@@ -158,7 +158,7 @@ def test_qsub_in_the_submit_command_is_pbs():
 
 def test_preflight_walltime_boundaries_and_numbers():
     """A walltime equal to the estimate is enough; 301 s need 6 min; three short chunks name
-    the first and count the others; a chunk killed at 1 min is told to ask for 2."""
+    the first and count the others; a chunk killed at 3 min is told to ask for 6."""
     run, which = fake({})
     assert why.preflight([why.Submission("measure", "r1.c1", 5, "", 300, 5)], "Slurm", run, which) == []
     (short,) = why.preflight([why.Submission("measure", f"r1.c{i}", 5, "", 301, 4) for i in (1, 2, 3)],
@@ -167,9 +167,9 @@ def test_preflight_walltime_boundaries_and_numbers():
                      "6 min for its 4 runs: Slurm would kill it at its limit; nothing was submitted; give it at least "
                      "6 min (--set-resources measure:runtime=6, or cluster.runtime_scale in the platform file) or cut "
                      "chunks smaller (rounds: {chunk_runs: N} in the study)")
-    (again,) = why.preflight([why.Submission("measure", "r1.c2", 1, "", 10, 5, killed_at_min=1)], "Slurm", run, which)
-    assert again == ("numaplace: chunk r1.c2 was killed at its 1 min limit last time, and would get 1 min again; "
-                     "nothing was submitted; give it more (--set-resources measure:runtime=2) or cut chunks smaller "
+    (again,) = why.preflight([why.Submission("measure", "r1.c2", 2.5, "", 10, 5, killed_at_min=3)], "Slurm", run, which)
+    assert again == ("numaplace: chunk r1.c2 was killed at its 3 min limit last time, and would get 2.5 min again; "
+                     "nothing was submitted; give it more (--set-resources measure:runtime=6) or cut chunks smaller "
                      "(rounds: {chunk_runs: N})")
 
 
@@ -179,3 +179,88 @@ def test_a_queue_at_a_server_is_known_by_its_name():
     assert why.preflight([why.Submission("measure", None, 5, "workq@pbs01")], "PBS", run, which) == []
     (bad,) = why.preflight([why.Submission("measure", None, 5, "long@pbs01")], "PBS", run, which)
     assert bad.startswith("numaplace: PBS has no queue 'long@pbs01' (known: workq), which measure would be")
+
+
+# -- why: the line's words per cause ---------------------------------------------------------
+
+def test_the_line_for_each_cause_says_what_to_do():
+    """A chunk's line says its records are kept; a timeout without a known limit gives no number;
+    a PBS refusal names the queue, a Slurm one the partition."""
+    chunk = "chunk r1.c2 of study quick"
+    t = why.line(why.Failure("timeout", "PBS", "12.srv", "job_state F"), chunk, "r1.c2")
+    assert t == ("numaplace: chunk r1.c2 of study quick (PBS job 12.srv) was killed at its time limit: job_state F; "
+                 "any records it wrote are kept; give it more time (--set-resources measure:runtime=<min>) or cut "
+                 "chunks smaller (rounds: {chunk_runs: N} in the study)")
+    c = why.line(why.Failure("cancelled", "Slurm", "5"), chunk, "r1.c2")
+    assert c == ("numaplace: chunk r1.c2 of study quick (Slurm job 5) was cancelled; any records it wrote are kept; "
+                 "run the same snakemake command again to measure what is left")
+    r = why.line(why.pbs_rejection(170, ""), chunk, "r1.c2", partitions=["workq"])
+    assert r == ("numaplace: chunk r1.c2 of study quick (PBS) was refused at submission: exit 170, nothing said; "
+                 "nothing was measured by it; check the queue (known here: workq) and account: cluster.partition "
+                 "and cluster.account in the platform file, or --default-resources slurm_partition=<queue>")
+    s = why.line(why.Failure("rejected", "Slurm", words="bad"), "job measure")
+    assert "check the partition and account" in s and "slurm_partition=<partition>" in s
+    f = why.line(why.Failure("failed", "Slurm", "9", "FAILED"), "job npb_build", log="logs/x.log")
+    assert f == "numaplace: job npb_build (Slurm job 9) failed: FAILED; read logs/x.log, then run the same snakemake command again"
+
+
+def test_sacct_answers_are_read_from_the_jobs_own_first_line():
+    """sacct -X lists the allocation first: its state, limit and memory are the job's."""
+    out = "TIMEOUT|0:0|00:10:00|4000M|n1\nCOMPLETED|0:0|00:01:00|10M|n2\n"
+    run, which = fake({("sacct",): (0, out, "")}, tools=("sacct",))
+    assert why.slurm_failure("31", None, run, which) == why.Failure("timeout", "Slurm", "31", "TIMEOUT", 10, 4000, "n1")
+
+
+def test_a_pbs_job_without_exit_status_is_asked_of_slurm():
+    """Slurm's Torque wrappers show an ended job as C without exit status: Slurm says why."""
+    run, which = fake({("qstat", "-f"): (0, "Job Id: 41\n    job_state = C\n", ""),
+                       ("scontrol", "show", "job", "-o", "41"):
+                           (0, "JobId=41 JobState=OUT_OF_MEMORY Reason=None ExitCode=0:125 TimeLimit=5 MinMemoryNode=1G", "")},
+                      tools=("qstat", "scontrol"))
+    f = why.pbs_job_failure("41", "torque", run, which)
+    assert f == why.Failure("out-of-memory", "PBS", "41", "Slurm OUT_OF_MEMORY, exit code 0:125", 5, 1024, "")
+
+
+def test_a_chunks_walltime_remembers_only_its_own_kill(tmp_path, monkeypatch):
+    """Twice the killed limit applies to the chunk of exactly these runs, not to a chunk that
+    merely starts with the same run."""
+    monkeypatch.chdir(tmp_path)
+    st = study()
+    st.chunks = [SimpleNamespace(id="r1.c1", run_ids=("a", "b", "c")), SimpleNamespace(id="r1.c2", run_ids=("a", "b"))]
+    runs = [run_of("cg", "B", 2, "a"), run_of("cg", "B", 2, "b")]
+    why.remember_timeout("results/quick", "r1.c1", why.Failure("timeout", "Slurm", "5", limit_min=100))
+    assert resources.measure_runtime(st, runs) == 33                  # 120 + 2·(30 + 900) = 1980 s
+    why.remember_timeout("results/quick", "r1.c2", why.Failure("timeout", "Slurm", "6", limit_min=40))
+    assert resources.measure_runtime(st, runs) == 80
+
+
+def test_a_failed_group_job_is_asked_of_slurm_by_the_id_in_its_log_name(tmp_path, monkeypatch):
+    """Snakemake drops the plugin's words for a group: the Slurm log's name (<jobid>.log) names the job."""
+    import logging
+    monkeypatch.chdir(tmp_path)
+    run, which = fake({("scontrol", "show", "job", "-o", "48213"):
+                       (0, "JobId=48213 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:15 TimeLimit=00:20:00 NodeList=n4", "")})
+    said = []
+    handler = why._Watch(said.append, run, which)
+    record = logging.LogRecord("cluster-log", logging.ERROR, __file__, 0, "group failed", None, None)
+    record.event = "group_error"
+    record.aux_logs = ["/w/.snakemake/slurm_logs/group_g1/48213.log"]
+    record.job_error_info = [{"rule_name": "measure", "output": ["results/quick/rounds/r1.c3.json"]}]
+    handler.emit(record)
+    assert run.asked == [["scontrol", "show", "job", "-o", "48213"]]
+    assert said == ["numaplace: chunk r1.c3 of study quick (Slurm job 48213 on n4) was killed at its time limit of "
+                    "20 min: TIMEOUT, reason TimeLimit, exit code 0:15; any records it wrote are kept; run the same "
+                    "snakemake command again: the chunk is submitted again with 40 min (twice its limit; a "
+                    "--set-resources measure:runtime=<min> of yours goes first: raise it)"]
+    assert why.killed_at("results/quick", "r1.c3") == 20
+
+
+def test_pbs_comments_tell_the_cause_in_their_servers_words():
+    """PBS Pro and Torque word a walltime kill and a deletion differently; each reads as its cause."""
+    def cause(comment, code=271):
+        return why.pbs_failure("12.srv", why.pbs_facts(pbs_job(Exit_status=code, comment=comment))).cause
+    assert cause("Job exceeded resource walltime") == "timeout"
+    assert cause("PBS: job killed: walltime 365 exceeded limit 360") == "timeout"
+    assert cause("Job deleted by operator request") == "cancelled"
+    assert cause("Job deleted as result of qdel by alice@login01") == "cancelled"
+    assert cause("Job run at Mon Jun 3 at 10:01 on (n1:ncpus=4)", 2) == "failed"

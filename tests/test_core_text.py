@@ -53,3 +53,10 @@ def test_byte_sizes_are_in_the_largest_binary_unit_that_keeps_one_or_more(b, sho
 
 def test_a_byte_size_given_as_text_or_float_is_read_as_whole_bytes():
     assert byte_size_text("2048") == "2 KiB" and byte_size_text(1048576.0) == "1 MiB"
+
+
+def test_the_files_users_and_programs_open_keep_their_names():
+    """The report's landing, the workflow's last lines and docs/answer.schema.json name these files."""
+    from numaplace.core import artifacts
+    assert (artifacts.NOT_APPLICABLE, artifacts.PLAN_ESTIMATE, artifacts.ANSWER_FILE, artifacts.ANSWER_JSON) == \
+        ("not_applicable.txt", "estimate.json", "answer.txt", "answer.json")

@@ -77,6 +77,12 @@ def test_spread_the_same_as_compact_is_left_out_and_the_rest_expands():
         ["1 NUMA node: spread 2 would be compact 2", "1 NUMA node: spread 1 would be compact 1"]
 
 
+def test_spread_k_per_node_is_kept_even_where_it_covers_the_same_cpus_as_compact():
+    """2/node on two nodes of two CPUs is every CPU: the per-node count is what was asked, so it stays."""
+    assert shown(expand_spec({"spread": ["2/node", "1/node"]}, TWO, "f.yaml", "e")) == [
+        ([0, 1, 2, 3], "spread 2/node (4)", 0), ([0, 2], "spread 1/node (2)", 0)]
+
+
 def test_spread_on_one_cpu_node_beside_a_memory_only_node_is_left_out():
     """One socket with a CXL memory expander (node 1: memory, no CPUs): there is still only
     one node to spread threads over, so spread counts, per-node ones too, are compact and
@@ -129,6 +135,12 @@ def experiment_told(exp, topo, defaults=None):
     ({"placements": [{"sweep": {"memory_cpu": 0}}], "binding": ["process"]},
      "e.placements[0]: sweep and matrix cells pin thread 0 to the memory CPU: they need binding [threads]"),
     ({"placements": [{"unpinned": [2]}], "binding": ["threads"]},
+     "e.placements[0]: unpinned placements leave the threads to the OS within a mask of every CPU: they need "
+     "binding [process]"),
+    # one binding that fits among others is not enough: the other would be planned too
+    ({"placements": [{"sweep": {"memory_cpu": 0}}], "binding": ["threads", "process"]},
+     "e.placements[0]: sweep and matrix cells pin thread 0 to the memory CPU: they need binding [threads]"),
+    ({"placements": [{"unpinned": [2]}], "binding": ["process", "threads"]},
      "e.placements[0]: unpinned placements leave the threads to the OS within a mask of every CPU: they need "
      "binding [process]"),
 ])

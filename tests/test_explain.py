@@ -571,3 +571,38 @@ def test_a_placement_without_a_memory_policy_is_first_touch_even_as_nan():
     from numaplace.tables.explain import _owner
     assert _owner(float("nan"), "default") and _owner(None, "default") and _owner("local", "default")
     assert not _owner(float("nan"), "serial-init") and not _owner("interleave", "default")
+
+
+def test_owner_pages_beyond_a_nodes_share_stay_local_and_read_nothing_remote():
+    """First touch, node 0 holding more than its threads' share (0.6 of 0.5): its threads read
+    their own pages all locally (no negative shortfall), node 1's threads read theirs where
+    they landed, in proportion to each node's surplus."""
+    mix = access_shares({0: 1, 1: 1}, {0: 0.6, 2: 0.4}, owner=True, shared=0.0)
+    assert mix[0] == pytest.approx({0: 1.0, 2: 0.0})
+    assert mix[1] == pytest.approx({1: 0.0, 0: 0.2, 2: 0.8})
+    cells = {"cells": {(0, 0): 100.0, (0, 2): 300.0, (1, 0): 200.0, (1, 1): 100.0, (1, 2): 300.0}}
+    assert predicted_cost({0: 1, 1: 1}, {0: 0.6, 2: 0.4}, cells, owner=True, shared=0.0) == pytest.approx(280.0)
+
+
+def test_tied_medians_share_the_best_rank():
+    """Two placements measured alike rank 1 and 1, the next 3 (ranked as sports tables rank)."""
+    s, r, p = tables([("a", "0:2", {0: 1.0}, (9.0, 10.0, 11.0), None, {}),
+                      ("b", "0:2", {1: 1.0}, (9.0, 10.0, 11.0), "membind 1", {}),
+                      ("c", "0:1,1:1", {0: 0.5, 1: 0.5}, (19.0, 20.0, 21.0), "interleave 0-1", {})])
+    out = explain_table(s, r, p, lat_bw()).set_index("placement_id")
+    assert out["measured_rank"].tolist() == [1, 1, 3]
+    assert out["predicted_rank"].tolist() == [1, 3, 2]
+
+
+def test_a_placement_without_a_prediction_is_left_unjudged_on_the_line():
+    """A placement whose pages lie on a node the matrices lack gets no prediction, so no
+    fitted value and no explained/unexplained word, while the others are judged."""
+    s, r, p = tables([("a", "0:2", {0: 1.0}, (9.9, 10.0, 10.1), None, {}),
+                      ("b", "0:1,1:1", {0: 0.5, 1: 0.5}, (14.9, 15.0, 15.1), "interleave 0-1", {}),
+                      ("c", "0:2", {1: 1.0}, (19.9, 20.0, 20.1), "membind 1", {}),
+                      ("d", "0:2", {5: 1.0}, (29.0, 30.0, 31.0), "membind 5", {})])
+    out = explain_table(s, r, p, lat_bw()).set_index("placement_id")
+    assert pd.isna(out.loc["d", "predicted"]) and pd.isna(out.loc["d", "fitted_s"])
+    assert out.loc["d", "explained"] is None and pd.isna(out.loc["d", "predicted_rank"])
+    assert out.loc[["a", "b", "c"], "explained"].tolist() == ["yes", "yes", "yes"]
+    assert out.loc["d", "measured_rank"] == 4

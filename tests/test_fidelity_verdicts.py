@@ -179,3 +179,38 @@ def test_migration_settled_part_is_within_five_percent_of_the_final_size():
     m = fidelity.migration(rec)
     assert (m["t_first"], m["samples"], m["moved_share"], m["verdict"]) == (2.0, 2, 0.0, "ok")
     assert m["shares_first"] == {"0": 1.0} and m["shares_moved"] == {"0": 1.0}
+
+
+def test_a_team_never_seen_at_once_is_unknown_even_if_each_thread_was_seen():
+    """The capture's team (threads alive at once) is what tells a run's parallel part was
+    sampled, not how many thread ids were seen over the run."""
+    v = judge(record(team=1))
+    assert v["threads"]["verdict"] == "unknown" and v["threads"]["team"] == 1
+    assert v["threads"]["reason"] == ("the capture saw at most 1 of 2 threads at once "
+                                      "(the run ended before its parallel part was sampled)")
+
+
+def test_full_nodes_and_the_peak_are_in_the_memory_verdict():
+    """Pages off their node because it was full: the verdict says spill and gives the peak beside the steady sample."""
+    rec = record(cpus="0-1", nodes="0", memory="membind", memory_nodes="2", data={2: 50 * MiB, 3: 50 * MiB},
+                 policies={"bind:2": 100 * MiB}, threads=TWO)
+    rec["system"] = {"free_mb_by_node": {"2": 40}}
+    peak = dict(rec["captures"]["numa_maps"]["peak"], t=0.9, data_bytes={"2": 70 * MiB, "3": 50 * MiB})
+    rec["captures"]["numa_maps"]["peak"] = peak
+    m = judge(rec)["memory"]
+    assert m["spill"] is True and m["peak"] == {"t": 0.9, "bytes": 120 * MiB}
+    assert m["reasons"] == ["50.0% of 100.0 MiB data pages on membind node(s) 2 (min 90.0%); per node N2=50.0% N3=50.0%",
+                            "spill: node(s) 2 had 40 MiB free at the start, the run's data needed 100.0 MiB: "
+                            "the kernel put the rest on other nodes"]
+    rec["system"] = {"free_mb_by_node": {"2": 4000}}
+    assert "spill" not in judge(rec)["memory"]
+
+
+def test_cpus_outside_are_gathered_over_every_mask_a_thread_ran_under():
+    """An unpinned thread seen under two masks, outside on CPU 5 under one and 6 under the other: both named."""
+    th = {"100": {"cpus": {"2": 40}, "allowed": "2-3"},
+          "101": {"cpus": {"3": 30, "5": 2, "6": 1}, "allowed": "2-3,6",
+                  "by_allowed": {"2-3,5": {"3": 20, "5": 2}, "2-3,6": {"3": 10, "6": 1}}}}
+    t = judge(record(threads=th))["threads"]
+    assert t["outside_cpus"] == {"101": [5, 6]} and t["mask_outside"] == {"101": "2-3,6"}
+    assert t["reasons"][0] == "threads ran outside CPUs 2-3: tid 101 on 5-6"

@@ -160,6 +160,9 @@ def test_the_best_worst_ticks_say_the_cost_and_the_noise(tmp_path, monkeypatch):
                   "one placement:", "below resolution", "near  5.10 s", "far  6.50 s"):
         assert words in t, (words, t)
     assert w.rows[0]["svg"] == "best_worst/cg.A.default.svg"
+    # each tick's lines in order: thread count, cost, noise verdict (drift)
+    assert t[t.index("2 threads"):t.index("2 threads") + 4] == ["2 threads", "−3.0%", "(within noise)", "rests on drift"]
+    assert t[t.index("8 threads"):t.index("8 threads") + 3] == ["8 threads", "−21.5%", "(noise unknown)"]
 
 
 def test_the_variability_figure_keeps_the_most_and_least_variable(tmp_path, monkeypatch):
@@ -179,3 +182,38 @@ def test_the_variability_figure_keeps_the_most_and_least_variable(tmp_path, monk
     t = texts(tmp_path / "few", few.rows[0])
     assert [x for x in t if " thr · " in x] == ["2 thr · pl a", "2 thr · pl b", "2 thr · pl c"]
     assert "n=3: CV needs ≥ 2 ok runs" in t
+
+
+def test_the_pages_figure_says_each_placements_footprint_in_gib_or_mib(tmp_path, monkeypatch):
+    """1.5 GiB over two nodes (393,216 pages of 4 KiB) is said in GiB; a case whose largest
+    footprint is 1000 MiB (under 1 GiB, over 10^9 bytes) in MiB; placements fastest first."""
+    def pages(threads, pid, label, per_node):
+        return [{"level": "group", "bench": "cg", "class": "A", "variant": "default", "threads": threads,
+                 "placement_id": pid, "placement": label, "node": n, "bytes": b, "pages": b // 4096}
+                for n, b in per_node.items()]
+    gib, mib = 2 ** 30, 2 ** 20
+    numa = pd.DataFrame(pages(2, "s", "slow one", {0: gib, 1: gib // 2}) + pages(2, "f", "fast one", {0: 600 * mib})
+                        + pages(4, "m", "mid", {0: 1000 * mib}))
+    summary = pd.DataFrame([srow("s", "slow one", 9.0), srow("f", "fast one", 4.0), srow("m", "mid", 5.0, threads=4)])
+    w = writer(tmp_path, monkeypatch)
+    plots.pages_figures(numa, summary, w)
+    assert [r["svg"] for r in w.rows] == ["pages/cg.A.default.t2.svg", "pages/cg.A.default.t4.svg"]
+    two, four = texts(tmp_path, w.rows[0]), texts(tmp_path, w.rows[1])
+    assert "1.5 GiB, 393,216 pages" in two and "0.586 GiB, 153,600 pages" in two
+    assert [x for x in two if x in ("slow one", "fast one")] == ["fast one", "slow one"]
+    assert "data pages at the steady footprint per NUMA node (GiB; median over ok runs)" in two
+    assert "1e+03 MiB, 256,000 pages" in four
+    assert "data pages at the steady footprint per NUMA node (MiB; median over ok runs)" in four
+
+
+def test_a_single_measured_placement_is_neither_best_nor_worst(tmp_path, monkeypatch):
+    """One placement with ok runs (the other never ran): a plain bar, no green or red; two: green and red."""
+    w = writer(tmp_path, monkeypatch)
+    plots.duration_figures(pd.DataFrame([srow("a", "only", 10.0), srow("b", "none", np.nan, n=0, time_min_s=np.nan,
+                                                                       time_max_s=np.nan)]), w)
+    svg = (tmp_path / w.rows[0]["svg"]).read_text()
+    assert plots.COLORS["bar"] in svg and plots.COLORS["best"] not in svg and plots.COLORS["worst"] not in svg
+    w2 = writer(tmp_path / "two", monkeypatch)
+    plots.duration_figures(pd.DataFrame([srow("a", "one", 10.0), srow("b", "two", 12.0)]), w2)
+    svg = (tmp_path / "two" / w2.rows[0]["svg"]).read_text()
+    assert plots.COLORS["best"] in svg and plots.COLORS["worst"] in svg and plots.COLORS["bar"] not in svg

@@ -162,9 +162,11 @@ def test_a_second_workflow_on_one_study_is_told_who_holds_it(tmp_path):
     """One workflow at a time on a study's results: the holder writes who it is, the second
     gets (None, that line); a lock file without words says so."""
     results = tmp_path / "results" / "s"
+    results.mkdir(parents=True)
+    (results / ".numaplace-workflow.lock").write_text("Snakemake pid 1 on a-much-longer-host-name in /a/much/longer/folder\n" * 3)
     fd, who = guard.hold_study(results)
     assert fd is not None and who is None
-    line = (results / guard.STUDY_LOCK).read_text()
+    line = (results / ".numaplace-workflow.lock").read_text()
     assert line == f"Snakemake pid {os.getpid()} on {os.uname().nodename} in {os.getcwd()}\n"
     assert guard.hold_study(results) == (None, line.strip())
     (results / guard.STUDY_LOCK).write_text("")

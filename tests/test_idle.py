@@ -284,3 +284,25 @@ def test_own_cpu_time_counts_every_thread_and_reaped_children_in_user_and_system
     monkeypatch.setattr(idle.os, "times", lambda: type("T", (), {
         "user": 1.5, "system": 0.25, "children_user": 4.0, "children_system": 0.125, "elapsed": 99.0})())
     assert idle.own_cpu_s() == 5.875
+
+
+def test_a_cpu_that_came_online_during_a_window_is_left_out(monkeypatch, clock):
+    """CPU 1 in the second sample only: no share for it (nothing to subtract), and the
+    start's load window leaves it out of both sums."""
+    fake_proc_stat(monkeypatch, stat_text((0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                   stat_text((1, 0, 0, 3, 0, 0, 0, 0, 0, 0), (50, 0, 0, 50, 0, 0, 0, 0, 0, 0)))
+    assert idle.cpu_busy(0.1) == {0: 0.25}
+    monkeypatch.setattr(idle, "CLK_TCK", 100)
+    fake_proc_stat(monkeypatch, stat_text((0,) * 10),
+                   stat_text((10, 0, 0, 30, 0, 0, 0, 0, 0, 0), (50, 0, 0, 50, 0, 0, 0, 0, 0, 0)))
+    own_times(monkeypatch, 0.0, 0.0)
+    window = idle.LoadWindow()
+    assert window.foreign_busy([0, 1], 0.0) == 0.25
+
+
+def test_foreign_load_is_never_negative():
+    """The run's own CPU time read above its CPUs' busy jiffies (a tick's rounding): no
+    one else's work, 0 and 0 %, not a negative share."""
+    hz = idle.CLK_TCK
+    fl = idle.foreign_load({0: (0, 0)}, {0: (0.5 * hz, hz)}, (0,), 1.0, 0.7)
+    assert (fl["cpu_s"], fl["share"], fl["busy_cpu_s"], fl["run_cpu_s"]) == (0.0, 0.0, 0.5, 0.7)

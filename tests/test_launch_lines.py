@@ -255,6 +255,12 @@ FOUR = {c: c // 2 for c in range(8)}       # CPU -> node: 4 nodes of two CPUs
     ("OMP_NUM_THREADS=1 OMP_PLACES={4} OMP_PROC_BIND=true taskset -c 4-7 ./x", 1, [[4]], "local", [2], []),
     ("OMP_NUM_THREADS=1 OMP_PLACES={4} OMP_PROC_BIND=true srun --ntasks=1 --cpu-bind=mask_cpu:0xf0 "
      "--mem-bind=local ./x", 1, [[4]], "local", [2, 3], []),
+    ("OMP_NUM_THREADS=1 OMP_PLACES={4} OMP_PROC_BIND=true numactl --physcpubind=4-7 --localalloc ./x",
+     1, [[4]], "local", [2], []),
+    ("OMP_NUM_THREADS=2 taskset --cpu-list 1,3 ./x", 2, [[1, 3], [1, 3]], "local", [0, 1], []),
+    ("OMP_NUM_THREADS=2 srun --ntasks=1 --cpu-bind=verbose,mask_cpu:0x3 ./x", 2, [[0, 1], [0, 1]], "local", [0], []),
+    ("OMP_NUM_THREADS=1 srun --ntasks=1 --cpu-bind=map_cpu:0x5 ./x", 1, [[5]], "local", [2], []),
+    ("OMP_NUM_THREADS=1 srun --ntasks=1 --cpu-bind=no --mem-bind=v,no taskset -c 1 ./x", 1, [[1]], "local", [0], []),
 ])
 def test_a_line_read_back_gives_each_thread_its_cpus_and_the_policy_its_nodes(line, threads, cpus, policy, nodes,
                                                                                 args):
@@ -308,6 +314,9 @@ def test_a_line_for_each_launcher_of_a_process_mask_with_memory_bound():
     assert local["aprun"]["line"] == "OMP_NUM_THREADS=2 aprun -n 1 -d 2 -cc 5,2 ./x"
     assert local["aprun"]["note"] == "-cc binds thread i to the list's i-th CPU"
     assert local["slurm"]["line"].endswith("--cpu-bind=mask_cpu:0x24 --mem-bind=local ./x")
+    assert local["slurm"]["note"] == ("needs the whole node (--exclusive, or inside a whole-node allocation); the "
+                                      "mask is OS CPU ids; --mem-bind=local binds memory to the CPUs' nodes (no "
+                                      "spill to other nodes)")
 
 
 def test_a_record_gives_the_lines_of_its_placement_and_the_checker_names_each_difference():

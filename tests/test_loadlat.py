@@ -107,6 +107,10 @@ def test_buffers_of_every_thread_must_fit_the_memory(tmp_path):
     with pytest.raises(ConfigError) as e:                       # bound to node 1: the same
         study(tmp_path, ["--sizes", "600M"], placements=({"cpus": "0,2"},), platform="two", memory={"membind": [1]})
     assert "on node 1, which holds 1 GiB" in str(e.value)
+    with pytest.raises(ConfigError) as e:                       # membind binds the loaders' buffers too
+        study(tmp_path, ["--sizes", "600M", "--load-memory", "own"], placements=({"cpus": "0,2"},), platform="two",
+              memory={"membind": [1]})
+    assert "puts 2 buffers of 600 MiB on node 1, which holds 1 GiB" in str(e.value)
     assert study(tmp_path, ["--sizes", "400M"], placements=two, platform="two").runs      # 2 x 400 MiB fit
     assert study(tmp_path, ["--sizes", "512M"], placements=two, platform="two").runs      # 2 x 512 MiB: just
     assert study(tmp_path, ["--sizes", "600M", "--load-memory", "own"], placements=({"cpus": "0,2"},),
@@ -226,6 +230,9 @@ def test_the_answer_says_when_other_load_shared_the_cpus(tables):
     assert busy.endswith("; measured while other load shared its CPUs")
     (quiet,) = kind("loadlat").answer({**tables, "runs": runs.assign(shared_cpus=False)})
     assert "shared" not in quiet
+    earlier = pd.concat([runs.assign(current=False), runs.assign(shared_cpus=False)])   # a set-aside run shared
+    (line,) = kind("loadlat").answer({**tables, "runs": earlier})
+    assert "shared" not in line
 
 
 def test_a_curve_physics_rules_out_is_flagged_and_kept_out_of_the_headline():

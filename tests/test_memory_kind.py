@@ -132,11 +132,13 @@ class Writer:
         self.saved = []
 
     def save(self, fig, name, stem, title, case):
+        import matplotlib
         import matplotlib.pyplot as plt
         ax = fig.axes[0]
         self.saved.append({"name": name, "stem": stem, "title": title, "case": case,
                            "lines": {l.get_label(): (list(l.get_xdata()), list(l.get_ydata())) for l in ax.lines},
-                           "bars": [p.get_height() for p in ax.patches], "texts": [t.get_text() for t in ax.texts],
+                           "bars": [p.get_height() for p in ax.patches],
+                           "colors": [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches], "texts": [t.get_text() for t in ax.texts],
                            "xticks": [t.get_text() for t in ax.get_xticklabels()]})
         plt.close(fig)
 
@@ -153,6 +155,8 @@ def test_contention_plots_the_median_per_thread_and_the_median_total_per_run():
                             result(mode="parallel", thread=1, cpu=1, value=b, size=64 << 20)],
                            run_id=f"membw.X.default.p.r{i + 1}", rep=i + 1))
     records.append(rec([result(mode="parallel", threads=1, value=30.0, size=64 << 20)], run_id="one", rep=1))
+    records.append(rec([result(mode="parallel", threads=1, value=1e6, size=64 << 20)], run_id="bad", rep=2,
+                       status="failed"))                                   # not ok: not drawn
     w = Writer()
     contention_figures(memory_table(records), w)
     (fig,) = w.saved
@@ -176,6 +180,7 @@ def test_bandwidth_bars_are_each_cpus_median():
     (fig,) = w.saved
     assert fig["stem"] == "membw.1048576.m0.first-touch" and fig["xticks"] == ["0", "2"]
     assert fig["bars"] == [200.0, 60.0]
+    assert fig["colors"] == ["#2ca02c", "#4c72b0"]                  # green: the CPU on the memory node
     assert fig["title"] == "membw serial read bandwidth per CPU — 1 MiB on node 0 (first-touch)"
 
 
@@ -236,7 +241,7 @@ def test_memlat_estimates_and_refusals():
 def test_without_a_topology_the_binarys_allocating_node_is_meant():
     """A record with no topology (node of CPU unknown): a local cell's buffer is meant for
     the node the benchmark says its allocating thread was on."""
-    r = rec([result(alloc_node=1, node=1, pages_by_node="1:250,0:6")])
+    r = rec([result(alloc_node=1, node=0, pages_by_node="1:250,0:6")])        # read from node 0
     r["topology"] = {}
     (row,) = record_rows(r)
     assert (row["memory_node"], row["pages_on_memory_node"], row["status"]) == (1, 0.976562, "drift")

@@ -259,6 +259,8 @@ def test_a_sweep_from_the_first_core_starts_on_the_first_node():
         [((4,), "memory on cpu 4, read by cpu 4", "sw-m4-r4", None)]
     assert [c[2] for c in expand_cells({"sweep": {"memory_cpu": "first"}}, odd, "f.yaml", "e")] == \
         ["sw-m4-r4", "sw-m4-r5", "sw-m4-r0", "sw-m4-r1"]
+    assert expand_cells({"sweep": {"memory_cpu": "first", "readers": "0"}}, odd, "f.yaml", "e") == \
+        [((4, 0), "memory on cpu 4, read by cpu 0", "sw-m4-r0", None)]
 
 
 def grouped(n):

@@ -116,7 +116,7 @@ def test_the_numactl_probe_keeps_its_version_or_its_usage(monkeypatch):
 def test_weighted_interleave_weights_by_node_in_number_order(tmp_path):
     """node0..node10 in number order (not text order), ids as text, a file that is no
     number left out, and the kernel's auto mode true/false (None otherwise)."""
-    d = tmp_path / mempolicy.WEIGHTS_DIR
+    d = tmp_path / "sys/kernel/mm/mempolicy/weighted_interleave"      # the kernel's own path (6.9+)
     d.mkdir(parents=True)
     for n, w in ((10, "2"), (2, "5"), (0, "3"), (1, "1"), (3, "x")):
         (d / f"node{n}").write_text(f"{w}\n")

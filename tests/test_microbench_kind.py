@@ -158,6 +158,8 @@ def test_a_buffer_bound_to_a_node_must_fit_that_node():
     assert str(e.value).endswith("experiments[0].args[1]: --sizes 13G: a buffer of 13 GiB is more than the 12 GiB of "
                                  "node 1 of platform nehalem, which placement p1 binds it to (numactl --membind "
                                  "fails instead of spilling)")
+    preferred = [finish((0,), Memory("preferred", (1,)), "threads", "numactl", "cpus 0", topo())]
+    check(["--sizes", "13G", "--reps", "1", "--min-time", "0.01"], preferred)    # preferred spills: taken
     local = [finish((0,), Memory("local"), "threads", "numactl", "cpus 0", topo())]
     check(["--sizes", "24G", "--reps", "1", "--min-time", "0.01"], local)
     with pytest.raises(ConfigError) as e:
@@ -171,8 +173,9 @@ def test_cpus_must_list_a_cpu_for_every_thread_and_a_run_must_end_before_the_tim
     with pytest.raises(ConfigError) as e:
         check(["--cpus", "0", "--reps", "1"], two)
     assert "experiments[0].args[1]: --cpus lists 1 CPU for placements of up to 2 threads" in str(e.value)
-    three = [finish((0, 1, 2), Memory("local"), "threads", "numactl", "cpus 0-2", topo())]
-    with pytest.raises(ConfigError) as e:
+    three = [finish((0,), Memory("local"), "threads", "numactl", "cpus 0", topo()),
+             finish((0, 1, 2), Memory("local"), "threads", "numactl", "cpus 0-2", topo())]
+    with pytest.raises(ConfigError) as e:                     # the largest placement counts
         check(["--cpus", "0,1", "--reps", "1"], three)
     assert "--cpus lists 2 CPUs for placements of up to 3 threads (thread t is pinned to its t-th CPU)" in str(e.value)
     # 4 sizes x 2 threads in turn x 75 regions of 0.1 s = 60 s: at the timeout, not past it
@@ -189,6 +192,7 @@ def test_args_are_refused_naming_the_entry_and_the_cure():
                                  "and its value as two entries)"),
              (["--bogus=1"], "experiments[0].args[0]: '--bogus=1' is not an option of membw; the options are "
                                "--cpus, --flush, --hugepages, --min-time, --mode, --reps, --share, --sizes"),
+             (["--sizes", "1M", "--sizes", "2M"], "experiments[0].args[2]: --sizes is given twice (args[0] and args[2])"),
              (["--reps", "2", "--reps", "3"], "experiments[0].args[2]: --reps is given twice (args[0] and args[2])"),
              (["--reps"], "experiments[0].args[0]: --reps needs a value after it"),
              (["--reps", "0"], "experiments[0].args[1]: --reps '0': expected a whole number from 1 to 2147483647"),

@@ -319,6 +319,15 @@ def test_the_patterns_last_match_is_the_programs_number():
                                     "fom_unit": None, "time_from": None, "time_resolution_s": None}
 
 
+def test_the_patterns_read_the_tail_of_a_long_stdout():
+    """Only the last 4 MiB of stdout are read (a final report is at its end)."""
+    k = prog(time=r"^time (\S+) s$")
+    filler = ("." * 99 + "\n") * ((4 << 20) // 100 + 10)
+    out = k.parse("time 9 s\n" + filler + "time 2 s\nOK\n")
+    assert (out["time_s"], out["verified"]) == (2.0, True)
+    assert k.parse("OK\n" + filler)["verified"] is False
+
+
 def test_the_wall_time_stands_in_only_without_a_time_pattern():
     k = prog()
     out = k.parse("OK\n")
@@ -331,6 +340,20 @@ def test_the_wall_time_stands_in_only_without_a_time_pattern():
     out = k.parse("OK\n")
     k.complete_output(out, {})
     assert out["time_s"] is None
+
+
+def test_the_build_key_reads_the_sources_not_the_executable(tmp_path):
+    """folder_digest: the program's own executable (a script here, no ELF) is no source:
+    rebuilding it keeps the key; a changed source changes it."""
+    from numaplace.kinds.program import folder_digest
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    exe = script(tmp_path, "run.sh", "echo one\n")
+    before = folder_digest(tmp_path, exe)
+    exe.write_text("#!/bin/sh\necho two\n")
+    assert folder_digest(tmp_path, exe) == before
+    assert folder_digest(tmp_path) != before                 # without it named, it is read
+    (tmp_path / "main.c").write_text("int main(void) { return 1; }\n")
+    assert folder_digest(tmp_path, exe) != before
 
 
 def test_a_failed_exit_outranks_a_missing_success_line():

@@ -134,3 +134,21 @@ def test_exit_status_reads_the_signal_from_the_last_line_of_stderr(tmp_path):
     err.write_text("x" * 5000 + "\nnumactl: Aborted\n\n  \n")
     assert c.exit_status(0, err) == -6
     assert c.exit_status(0, tmp_path / "missing") == 0
+
+
+def test_waiting_for_perfs_child_polls_ever_less_often_up_to_5_ms_and_stops_when_perf_is_a_zombie(tmp_path, monkeypatch):
+    """perf starts its child within ms: polled from 0.2 ms, doubling, at most every 5 ms,
+    until the timeout; a perf already gone (state Z) is not waited for at all."""
+    import itertools
+    import os
+    pid = os.getpid()
+    proc = fake_proc(tmp_path, [(pid, 1, "S")], children={pid: ""})
+    sleeps = []
+    monkeypatch.setattr(counters, "time", SimpleNamespace(monotonic=itertools.count(0.0, 0.001).__next__,
+                                                          sleep=sleeps.append))
+    assert counters.Counting.workload_pid(pid, timeout=0.0095, proc=proc) == pid
+    assert sleeps == pytest.approx([0.0002, 0.0004, 0.0008, 0.0016, 0.0032, 0.005, 0.005, 0.005, 0.005])
+    sleeps.clear()
+    (proc / str(pid) / "stat").write_text(f"{pid} (perf) Z 1 {pid} {pid} 0 -1 4194560 0\n")
+    assert counters.Counting.workload_pid(pid, timeout=0.0095, proc=proc) == pid
+    assert sleeps == []

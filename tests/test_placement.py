@@ -436,6 +436,9 @@ def test_node_choices_fit_each_count_on_its_node_and_distinct_keeps_one_per_clas
                                                     ((1, 2), (2, 3))]
     cxl = Topology("cxl", {0: [0, 1], 1: [2, 3], 2: []}, {0: 1, 1: 1, 2: 1})
     assert count_choices([1, 1], cxl) == 1 == len(node_choices([1, 1], cxl, False))
+    four = Topology("four", {n: [2 * n, 2 * n + 1] for n in range(4)})
+    assert count_choices([1, 1, 1], four) == 4 == len(node_choices([1, 1, 1], four, False))      # C(4, 3), one order
+    assert count_choices([2, 2, 1, 1], four) == 6 == len(node_choices([2, 2, 1, 1], four, False))  # 4! / (2! 2!)
 
 
 def test_memory_given_as_nodes_is_sorted_once_and_labelled():

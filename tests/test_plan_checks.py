@@ -249,3 +249,11 @@ def test_a_figure_too_large_names_the_setting_the_study_changed():
         "s.yaml: figures.bar_height: a figure would be 341 in tall (34 rows of 1 label line x bar_height 10 in), "
         "above numaplace's limit of 200 in per side for svg, pdf (PDF's largest page); lower figures.bar_height, "
         "figures.max_rows or figures.label_width")
+
+
+def test_the_tallest_case_sets_the_rows_of_a_figure():
+    """cg with 8 placements beside mg with 2: the figure is as tall as cg's rows."""
+    topo, runs = study_runs([{"name": "a", "benchmarks": ["cg"], "placements": [{"compact": [1, 2, 4, 8, 16]},
+                                                                               {"spread": [2, 4, 8]}]},
+                             {"name": "b", "benchmarks": ["mg"], "placements": [{"compact": [1, 2]}]}], classes=["S"])
+    assert sized({**D, "bar_height": 1.0}, topo, runs) == (10.14, 9.3, "8 rows of 1 label line x bar_height 1 in")

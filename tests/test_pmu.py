@@ -37,6 +37,7 @@ def test_every_field_of_a_perf_stat_line_is_kept():
         "mem_load_l3_miss_retired.remote_dram": {
             "value": 612004, "status": "counted", "unit": "MiB",
             "printed": "mem_load_l3_miss_retired.remote_dram:u", "running_pct": 100.0}}
+    assert type(got["mem_load_l3_miss_retired.remote_dram"]["value"]) is int      # a count, exactly
     assert parse("12.5,msec,task-clock,1000,100.00,1.25,CPUs utilized\n") == {
         "task-clock": {"value": 12.5, "status": "counted", "unit": "msec", "printed": "task-clock",
                        "running_pct": 100.0}}
@@ -145,6 +146,9 @@ def test_detect_checks_in_order_and_says_each_reason(tmp_path):
     a = detect(fake_machine(tmp_path / "b", cpuinfo=CPUINFO_INTEL, pmus=("power",)), which=PERF,
                run=fake_perf(set()), euid=0)
     assert a.why == "this machine exposes no hardware PMU (no cpu, cpu_core or armv8_* under /sys/bus/event_source/devices)"
+    a = detect(fake_machine(tmp_path / "b2", cpuinfo=CPUINFO_INTEL, pmus=("cpu_atom",)), which=lambda _: None,
+               run=fake_perf(set()), euid=0)
+    assert a.why == "perf is not installed (Debian: apt-get install linux-perf)"     # an E-core PMU is a PMU
     a = detect(fake_machine(tmp_path / "c", cpuinfo="vendor_id\t: HygonGenuine\n"), which=PERF, run=fake_perf(set()), euid=0)
     assert a.why == "no local/remote DRAM events known for this CPU (vendor HygonGenuine)"
     a = detect(fake_machine(tmp_path / "d", paranoid=None), which=PERF, run=fake_perf(set()), euid=1000)
@@ -227,3 +231,21 @@ def test_the_plan_line_for_launchers_off_the_measured_node(monkeypatch):
     monkeypatch.setattr(pmu, "availability", lambda: pytest.fail("probed for runs that are all elsewhere"))
     assert lines([L("mpiexec-remote", False), L("aprun", False)], "x4600") == [
         "counters: not captured: aprun, mpiexec-remote starts the process on a compute node"]
+
+
+def test_the_event_pairs_per_vendor_in_the_order_they_are_tried():
+    """perf's own names (tools/perf/pmu-events): local first, remote second; newest CPUs
+    first; Arm's first event counts every DRAM read ('total')."""
+    table = {v: [(e.cpu, e.first, e.remote, e.measures) for e in sets] for v, sets in EVENTS.items()}
+    assert table == {
+        "intel": [("Intel Skylake-SP and later", "mem_load_l3_miss_retired.local_dram",
+                   "mem_load_l3_miss_retired.remote_dram", "local"),
+                  ("Intel Haswell-EP, Broadwell-EP", "mem_load_uops_l3_miss_retired.local_dram",
+                   "mem_load_uops_l3_miss_retired.remote_dram", "local")],
+        "amd": [("AMD Zen 4, Zen 5", "ls_any_fills_from_sys.dram_io_near", "ls_any_fills_from_sys.dram_io_far", "local"),
+                ("AMD Zen 3", "ls_any_fills_from_sys.mem_io_local", "ls_any_fills_from_sys.mem_io_remote", "local"),
+                ("AMD Zen 2", "ls_refills_from_sys.ls_mabresp_lcl_dram", "ls_refills_from_sys.ls_mabresp_rmt_dram",
+                 "local")],
+        "arm": [("Arm PMUv3", "ll_cache_miss_rd", "remote_access", "total")]}
+    assert pmu.VENDORS == {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+    assert (pmu.OUTPUT, pmu.SEP) == ("perf.stat.csv", ",")

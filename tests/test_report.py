@@ -411,3 +411,36 @@ def test_landing_is_readable_at_1400x800(study, tmp_path):
     assert geo["title"] is not None and geo["title"] >= 0, geo
     assert geo["lines"], geo
     assert all(top >= 0 and bottom <= height for top, bottom, height in geo["lines"]), geo
+
+
+# -- report.html from what the report stage wrote (numaplace.report.html) -----------------
+
+def test_the_html_page_leads_with_the_machine_and_the_answer_and_shows_50_rows_a_table(tmp_path):
+    """The machine's first line (the facts; the matrices are HTML tables), the answer's
+    lines, the summary from the section after its own answer, each table's row count
+    (all of them) with its first 50 rows, and images embedded under their MIME type."""
+    import base64
+    from numaplace.report.html import embed_images, write_html
+    tables, rep = tmp_path / "tables", tmp_path / "report"
+    tables.mkdir()
+    rep.mkdir()
+    pd.DataFrame({"run_id": [f"run{i:03d}" for i in range(60)], "status": "ok"}).to_csv(tables / "runs.csv", index=False)
+    (rep / "answer.txt").write_text("machine: 2 NUMA nodes\nCG class A (default, 2 threads): beyond noise\n")
+    (rep / "machine.txt").write_text("AMD EPYC 9654 · 2 sockets\nlatency (ns, 256 MiB buffers), reader x memory:\n")
+    (rep / "figures").mkdir()
+    (rep / "figures" / "a.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    (rep / "figures" / "b.png").write_bytes(PNG + b"rest")
+    (rep / "summary.md").write_text("# Placement study `s`: summary\n\n## The answer\n\nANSWER-IN-SUMMARY\n\n"
+                                    "## Runs by status\n\nRUNS-SECTION\n\n![A](figures/a.svg)\n\n![B](figures/b.png)\n")
+    page = write_html(tmp_path / "out" / "report.html", tables, rep / "summary.md", "s", plan_rows=12).read_text()
+    assert "<b>The machine:</b> AMD EPYC 9654 · 2 sockets</p>" in page and "256 MiB buffers" not in page
+    assert "<li>machine: 2 NUMA nodes</li><li>CG class A (default, 2 threads): beyond noise</li>" in page
+    assert "RUNS-SECTION" in page and "ANSWER-IN-SUMMARY" not in page
+    assert "(60 rows; <a href=\"../tables/runs.csv\">runs.csv</a>)" in page
+    assert "run049" in page and "run050" not in page
+    assert "the first 50 rows of each here" in page and "12 runs" in page
+    assert f'src="data:image/svg+xml;base64,{base64.b64encode((rep / "figures" / "a.svg").read_bytes()).decode()}" ' \
+        'data-file="figures/a.svg"' in page
+    assert 'src="data:image/png;base64,' in page and 'data-file="figures/b.png"' in page
+    kept = '<img alt="x" src="figures/missing.svg" />'
+    assert embed_images(kept, rep) == kept

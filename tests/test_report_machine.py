@@ -24,7 +24,8 @@ TOPOLOGY = {
 
 
 def test_cache_sizes_are_said_in_mib_when_whole_else_kib():
-    assert [mc._size(kb) for kb in (32768, 1024, 1536, 48, 2048)] == ["32 MiB", "1 MiB", "1536 KiB", "48 KiB", "2 MiB"]
+    assert [mc._size(kb) for kb in (32768, 1024, 1536, 48, 2048, 262144)] == [
+        "32 MiB", "1 MiB", "1536 KiB", "48 KiB", "2 MiB", "256 MiB"]
 
 
 def test_the_facts_line_counts_cores_threads_nodes_memory_and_caches():

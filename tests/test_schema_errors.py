@@ -257,3 +257,64 @@ def test_of_several_mistakes_the_first_entry_is_told():
     the same line."""
     assert told(validate_study, {**BASE, "study": True, "benchmarks": "cg"}) == \
         "f.yaml: benchmarks: expected a list, got 'cg'"
+
+
+BUDGET = ('give a positive duration of at most 1000000 minutes: minutes as a number (90) or text with the unit '
+          'min or h ("90 min", "1.5 h")')
+
+
+@pytest.mark.parametrize("budget, line", [
+    (0, "0 is not positive: " + BUDGET), (0.0, "0.0 is not positive: " + BUDGET),
+    (2000000, "2000000 is more than 1000000 minutes: " + BUDGET),
+    ("90 s", "'90 s': the unit 's' is not allowed (min or h); " + BUDGET),
+    ("-5 min", "'-5 min' is negative: " + BUDGET), ("soon", "'soon' is not a duration: " + BUDGET),
+    (True, "expected " + BUDGET[5:] + ", got True"),
+], ids=["zero", "zero-float", "too-long", "seconds", "negative", "word", "bool"])
+def test_a_budget_that_is_no_duration_says_what_is_wrong_with_it(budget, line):
+    """A zero budget is not positive; seconds are no unit a budget takes (min or h): each said as such."""
+    assert told(validate_study, {**BASE, "budget": budget}) == "f.yaml: budget: " + line
+
+
+def test_a_boolean_and_a_node_id_key_are_asked_for_in_words():
+    assert told(validate_study, placement({"layout": "1/1", "distinct": "yes"})) == \
+        "f.yaml: experiments[0].placements[0].distinct: expected true or false, got 'yes'"
+    assert told(validate_platform, {**PLATFORM, "firmware": {"hmat": {"x": {}}}}) == \
+        "f.yaml: firmware.hmat: 'x' is not a CPU or node list like '0-3,8' (numbers of at most 7 digits)"
+
+
+def test_an_entry_names_list_positions_from_zero_and_escapes_long_keys():
+    """Keys over 40 characters are quoted as a message quotes them: a newline in one never breaks the line."""
+    assert schema._entry(["experiments", 0, "placements", 2]) == "experiments[0].placements[2]"
+    assert schema._entry(["x", "a\n" + "b" * 45, 3]) == "x.a\\n" + "b" * 45 + "[3]"
+    assert schema._entry(["x", "a\n" + "b" * 37]) == "x.a\n" + "b" * 37           # 40 characters: as given
+    assert schema._entry([]) == "(top level)" and schema._entry([0]) == "[0]"
+
+
+def test_a_section_is_its_given_settings_over_the_schemas_defaults():
+    """What a study sets wins; the schema fills in only what it leaves out (the plan's run params carry them)."""
+    run = schema.Section("run", {"timeout": 99})
+    assert run["timeout"] == 99 and run.whole()["timeout"] == 99
+    assert run.whole() == {**schema.defaults("run"), "timeout": 99}
+    assert schema.Section("limits").whole() == {"repetitions": 1000, "runs": 20000, "threads": 4096, "cpu_id": 8191,
+                                                "choices": 5000, "symmetries": 5000}
+    assert all(v is not None for sec in (None, "run", "capture", "npb", "figures", "rounds")
+               for v in schema.defaults(sec).values())
+
+
+def test_the_largest_value_a_study_may_raise_a_limit_to_is_the_schemas_maximum():
+    assert schema.maximum("limits", "runs") == 1_000_000 and schema.maximum("limits", "cpu_id") == 1_048_575
+    assert schema.maximum("figures", "dpi") == 1200 and schema.maximum("figures", "width") == 100
+
+
+def test_an_experiments_setting_wins_over_the_studys_which_wins_over_the_default():
+    study = {"repetitions": 5, "classes": ["A"]}
+    assert schema.setting("repetitions", study, {"name": "e", "repetitions": 2}) == 2
+    assert schema.setting("repetitions", study, {"name": "e"}) == 5
+    assert schema.setting("classes", study, None) == ["A"]
+    assert schema.setting("benchmarks", study, {"name": "e"}) == ["cg", "mg"]
+    assert schema.setting("variants", {}, {}) == ["default"] and schema.setting("nothing", {}, {"x": 1}) is None
+
+
+def test_a_list_naming_an_entry_twice_names_the_repeated_one():
+    """['cg', 'mg', 'cg'] repeats cg, not mg (the one seen last before it)."""
+    assert told(validate_study, {**BASE, "benchmarks": ["cg", "mg", "cg"]}) == "f.yaml: benchmarks: lists 'cg' twice"

@@ -100,3 +100,10 @@ def test_the_level_of_each_look_is_written_to_two_significant_digits():
     assert d.reason == ("best a and runner-up b not separated after 4 rounds: "
                         "Mann-Whitney p 0.029 >= 0.017 (0.05 over 3 looks)")
     assert (d.stop, d.rounds, round(d.p, 4)) == (False, 4, 0.0286)
+
+
+def test_a_placement_not_yet_measured_keeps_its_case_going():
+    """The run's own placement counts even before any record of it: unmeasured, it could be the best."""
+    d = decide(rounds_of(FOUR), spec("c", 5), 4, 0.05)
+    assert d.stop is False
+    assert d.reason == "best a and runner-up b: c has 0 ok runs after 4 rounds, fewer than the minimum of 4"

@@ -637,14 +637,14 @@ def test_retry_failed_leaves_ok_and_not_needed_runs(tmp_path):
 
 
 def test_a_new_attempt_is_numbered_above_the_highest_even_after_a_gap(tmp_path):
-    """attempts/2 removed by hand: the next attempt is 4, never 2 again (nor 3 twice)."""
+    """attempts/1, 3 and 4 removed by hand: the next attempt is 6, never a number used before."""
     rundir = written(tmp_path, a_record("failed"))
-    for n in ("1", "3", "notes"):
+    for n in ("2", "5", "notes"):
         (rundir / "attempts" / n).mkdir(parents=True)
-    assert store.set_aside(rundir) == rundir / "attempts" / "4"
-    assert sorted(p.name for p in (rundir / "attempts" / "4").iterdir()) == ["record.json", "stdout"]
+    assert store.set_aside(rundir) == rundir / "attempts" / "6"
+    assert sorted(p.name for p in (rundir / "attempts" / "6").iterdir()) == ["record.json", "stdout"]
     written(tmp_path, a_record("failed"))
-    assert store.set_aside(rundir) == rundir / "attempts" / "5"
+    assert store.set_aside(rundir) == rundir / "attempts" / "7"
 
 
 def test_a_records_cpus_map_to_the_nodes_of_its_own_topology():
@@ -653,3 +653,35 @@ def test_a_records_cpus_map_to_the_nodes_of_its_own_topology():
     node_of = store.Record({"topology": {"nodes": {"0": "0-1,4", "1": "2-3,5", "2": ""}}}).node_of()
     assert [node_of(c) for c in range(7)] == [0, 0, 1, 1, 0, 1, None]
     assert store.Record({}).node_of()(0) is None
+
+
+def test_an_unreadable_record_is_listed_with_the_command_that_measures_it_again(tmp_path):
+    rundir = tmp_path / "runs" / "a.r1"
+    rundir.mkdir(parents=True)
+    (rundir / "record.json").write_text('{"run_id": "a.r1", "stat')
+    (rec,) = store.iter_records(tmp_path)
+    assert (rec["run_id"], rec["status"]) == ("a.r1", "unreadable")
+    assert rec["reason"].startswith(f"{rundir / 'record.json'}: unreadable record: ")
+    assert rec["reason"].endswith(f"; to run it again: numaplace retry-failed {tmp_path} --status unreadable")
+    assert (rec.path, rec.attempt, rec.is_attempt) == (str(rundir / "record.json"), None, False)
+
+
+def test_record_of_keeps_a_record_and_wraps_a_plain_dict():
+    r = store.Record({"run_id": "a.r1", "status": "ok"})
+    assert store.Record.of(r) is r
+    d = {"run_id": "a.r2", "bench": "cg", "class": "S", "rep": 2, "placement": None}
+    w = store.Record.of(d)
+    assert type(w) is store.Record and w == d
+    assert (w.run_id, w.bench, w.cls, w.rep, w.status, w.placement, w.captures) == ("a.r2", "cg", "S", 2, None, {}, {})
+
+
+def test_a_record_without_its_parsed_output_reads_it_again_from_its_stdout(tmp_path):
+    rundir = tmp_path / "runs" / "a.r1"
+    rundir.mkdir(parents=True)
+    (rundir / "stdout").write_text(" CG Benchmark Completed.\n Class           =                        S\n"
+                                   " Total threads   =                        1\n Time in seconds =                     1.25\n"
+                                   " Mop/s total     =                   321.50\n Verification    =               SUCCESSFUL\n")
+    r = store.Record({"bench": "cg", "output": None, "_path": str(rundir / "record.json")})
+    assert (r.output["time_s"], r.output["mops"]) == (1.25, 321.5)
+    assert store.Record({"bench": "cg", "output": {"mops": 1.0}, "_path": str(rundir / "record.json")}).output == {"mops": 1.0}
+    assert store.Record({"bench": "cg", "output": None}).output is None

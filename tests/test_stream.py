@@ -227,6 +227,10 @@ def test_stream_csv_rows_are_sorted_and_say_a_serial_init():
     assert t["placement"].tolist()[0] == "compact 2, memory on node 1"
     assert t["init"].tolist() == ["parallel", "serial", "serial", "serial", "parallel"]
     assert set(t["status"]) == {"ok"} and set(t["memory_node"]) == {0, 1} and set(t["unit"]) == {"MB/s"}
+    r = stream_record("c0-1_loc_t_nc", [("triad", N, 0, 1.0)])
+    del r["output"]["run"]                                   # no run: line: its init unknown, not serial
+    t = stream_tables([r])["stream"]
+    assert t["placement"].tolist() == ["compact 2"] and t["init"].tolist() == [None]
 
 
 def test_the_summary_gives_each_kernels_median_per_placement_and_size():
@@ -297,9 +301,8 @@ def test_the_figure_draws_each_kernels_median_per_placement():
     import matplotlib.pyplot as plt
     from numaplace.kinds import kind
     recs = [stream_record("c0-1_loc_t_nc", [(op, N, r, v * (r + 1)) for r in range(3)
-                                            for op, v in (("triad", 3000.0), ("copy", 1000.0))]),
-            stream_record("c0-1_mb1_t_nc", [("triad", N, r, v) for r, v in enumerate((500.0, 700.0, 5000.0))],
-                          init="serial")]
+                                            for op, v in (("add", 3000.0), ("copy", 1000.0))], init="serial"),
+            stream_record("c0-1_mb1_t_nc", [("add", N, r, v) for r, v in enumerate((500.0, 700.0, 5000.0))])]
     saved = []
 
     class W:
@@ -313,5 +316,5 @@ def test_the_figure_draws_each_kernels_median_per_placement():
     kind("stream").draw(stream_tables(recs), W())
     ((name, stem, title, labels, widths, legend),) = saved
     assert (name, stem, title) == ("stream_bandwidth", "stream.100663296", "STREAM bandwidth per kernel — 96 MiB of arrays")
-    assert labels == ["compact 2", "compact 2, memory on node 1, serial init"] and legend == ["copy", "triad"]
-    assert widths[0] == 2000.0 and widths[1] != widths[1] and widths[2:] == [6000.0, 700.0]
+    assert labels == ["compact 2, memory on node 1", "compact 2, serial init"] and legend == ["copy", "add"]
+    assert widths[0] != widths[0] and widths[1:] == [2000.0, 700.0, 6000.0]

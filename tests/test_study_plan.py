@@ -253,6 +253,8 @@ def test_write_plan_leaves_the_rows_the_not_applicable_lines_and_the_decisions(t
     assert na == "".join(line + "\n" for line in s.not_applicable) and na.count("\n") == 3
     est = json.loads((tmp_path / "out" / "estimate.json").read_text())
     assert est["runs"] == 5
+    assert est["per_run_s"] == {k: round(v, 2) for k, v in s.estimate().per_run.items()}
+    assert est["runs_s"] == pytest.approx(s.estimate().total - s.estimate().builds)
     assert est["decisions"]["not_applicable"] == [
         {"entry": "experiments[1] (sp).placements[0]", "what": "not-applicable",
          "why": "spread all runs on the same CPUs as compact all here"},
@@ -302,6 +304,7 @@ def test_a_program_of_one_class_runs_at_it_beside_npb_kernels_at_theirs():
     """A program has one class whatever the experiment's; class X beside an NPB kernel is refused."""
     s = own_program(benchmarks=["cg", "stencil"], classes=["A"])
     assert [r.run_id for r in s.runs] == ["cg.A.default.c0-1_loc_t_nc.r1", "stencil.X.default.c0-1_loc_t_nc.r1"]
+    assert set(s.build_settings("stencil")) == {"program"} and s.build_settings("cg") == s.npb
     with pytest.raises(ConfigError) as e:
         own_program(benchmarks=["cg", "stencil"], classes=["A", "X"])
     assert str(e.value).endswith("experiments[0] (a).classes: class X is the memory micro-benchmarks' class")
@@ -402,3 +405,26 @@ def test_an_unpinned_rows_threads_are_its_team_not_its_mask():
             for r in s.runs] == [
         ("c0-7x2_loc_p_ts", "unpinned 2", 2, "0-7", "OMP_NUM_THREADS=2 taskset -c 0-7 ./cg.A.x"),
         ("c0-7_loc_p_ts", "unpinned all (8)", 8, "0-7", "OMP_NUM_THREADS=8 taskset -c 0-7 ./cg.A.x")]
+
+
+def test_the_summary_counts_cores_and_says_the_hardware_threads_beside_them(tmp_path):
+    """Two cores' siblings per node: 4 cores (8 CPUs); compact all is the cores, with smt every CPU."""
+    (tmp_path / "platforms").mkdir()
+    (tmp_path / "platforms" / "smt2.yaml").write_text(
+        "name: smt2\nnodes:\n  - {id: 0, cpus: '0-1,4-5', memory_mb: 1024}\n  - {id: 1, cpus: '2-3,6-7', "
+        "memory_mb: 1024}\ndistances: [[10, 20], [20, 10]]\nsmt_siblings: ['0,4', '1,5', '2,6', '3,7']\n")
+    s = Study({"study": "s", "platform": "smt2", "benchmarks": ["cg"], "classes": ["A"], "repetitions": 1,
+               "experiments": [{"name": "a", "placements": [{"compact": ["all"]}, {"compact": ["all"], "smt": True}]}]},
+              "s.yaml", tmp_path)
+    assert s.plan_summary()[0].startswith("study s on smt2: 2 NUMA nodes, 4 cores (8 CPUs): 2 runs, ")
+    assert [(r.row()["placement"], r.row()["cpus"]) for r in s.runs] == [("compact all (4)", "0-3"),
+                                                                         ("compact all (8) smt", "0-7")]
+
+
+def test_a_study_with_nothing_that_exists_here_is_one_error_saying_why():
+    """Nothing to run is an error before any job, with every not-applicable line."""
+    with pytest.raises(ConfigError) as e:
+        study({**SHARED, "experiments": [{"name": "a", "placements": [{"layout": "1/1/1"}]}]})
+    assert str(e.value) == ("s.yaml: experiments: nothing of this study exists on this machine: experiments[0] (a)."
+                            "placements[0]: not applicable here: 2 NUMA nodes: layout '1/1/1' needs 3 nodes; "
+                            "experiments[0] (a): left out: none of its placements exists on this machine (nehalem)")

@@ -272,3 +272,25 @@ def test_runs_that_shared_their_cpus_show_the_foreign_share_in_percent():
     assert out[4].splitlines()[2:] == ["| cg.A.default.p.r2 | 1 | 1/1 on 0,1 | 45.6% |",
                                        "| cg.A.default.p.r3 | 1 | 1/1 on 0,1 | 20.0% |"]
     assert out[-2].splitlines()[2:] == ["| cg.A.default.p.r3 | r3 | numa_maps: unreadable |"]
+
+
+def test_the_estimate_is_set_beside_the_machine_time_measured_from_the_first_build(tmp_path):
+    """The VM's 16 runs took 93 s from the first run's start to the last one's end; a
+    build started 30 min before: 32 min measured, against 50 min of runs + 10 of builds."""
+    import json
+    import shutil
+    from pathlib import Path
+    from numaplace.tables.aggregate import build_tables
+    results = tmp_path / "vm"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "real" / "vm", results)
+    (tmp_path / "build.json").write_text(json.dumps({"started": "2026-11-22T20:36:29.596+00:00"}))
+    (results / "estimate.json").write_text(json.dumps({"runs_s": 3000, "builds_s": 600, "runs": 20,
+                                                       "builds": [str(tmp_path / "build.json")], "decisions": {}}))
+    tables = build_tables(results)
+    data = sm.study_answer(tables, results)
+    assert data["lines"][-1] == ("machine time: estimated 1 h 00 min before the study (1 build, 20 runs), measured "
+                                 "32 min from the first build's start to the last run's end (16 of 20 runs recorded)")
+    (results / "estimate.json").write_text(json.dumps({"runs_s": 3000, "runs": 20, "builds": [], "decisions": {}}))
+    assert sm.study_answer(tables, results)["lines"][-1] == (
+        "machine time: estimated 50 min before the study (0 builds, 20 runs), measured 2 min from the first "
+        "run's start to the last run's end (16 of 20 runs recorded)")

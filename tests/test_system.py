@@ -595,6 +595,9 @@ def test_where_numaplace_may_not_set_it_and_a_machine_without_it(tmp_path, monke
     assert str(e.value) == ("s.yaml: system.numa_balancing: cannot set kernel.numa_balancing to 1 here (it is "
                             "absent): this kernel has no kernel.numa_balancing (/proc/sys/kernel/numa_balancing)")
     system.check_study(None, "s.yaml", r)
+    with system.balancing_for_run({"numa_balancing": "off"}, tmp_path / "state.json", r):   # never balances: run
+        pass
+    assert not (tmp_path / "state.json").exists()
     r2 = fake_root(tmp_path / "b", balancing=0)
     monkeypatch.setattr(system.os, "access", lambda path, mode: False)
     assert system.how_to_set(r2) == (None, "not root and no sudo rule for `sysctl -qw kernel.numa_balancing=N` "
@@ -623,3 +626,10 @@ def test_the_state_file_says_what_was_there_and_what_was_set(tmp_path):
     assert system.restore_leftover(state, r) is None
     state.write_text("{not json")
     assert system.restore_leftover(state, r) is None
+
+
+def test_the_settings_the_report_shows_per_run():
+    """runs.csv's sys_<name> columns and the report's machine table: every setting read."""
+    assert system.REPORTED == ("numa_balancing", "numa_balancing_at_end", "thp_enabled", "thp_defrag",
+                               "zone_reclaim_mode", "cpufreq_governor", "smt_active", "kernel_cmdline")
+    assert set(system.REPORTED) - {"numa_balancing_at_end"} == set(system.settings("/nonexistent"))

@@ -302,3 +302,27 @@ def test_counts_in_an_allocation_fit_up_to_its_cores_and_past_them_are_left_out(
     with pytest.raises(NotApplicable) as e:
         expand_spec({"cpus": "0-1"}, job, "f", "e")
     assert str(e.value) == "cpus 0-1: CPU 0-1 outside this allocation (CPUs 2-5, memory nodes 1-2, cpuset)"
+    with pytest.raises(NotApplicable) as e:
+        expand_spec({"layout": "1/1", "nodes": [0, 1]}, job, "f", "e")
+    assert str(e.value) == "layout on nodes 0-1: node 0 outside this allocation (CPUs 2-5, memory nodes 1-2, cpuset)"
+    from numaplace import ConfigError
+    from numaplace.plan.memory_specs import expand as expand_cells
+    with pytest.raises(ConfigError) as e:
+        expand_cells({"sweep": {"memory_cpu": 0}}, job, "f", "e")
+    assert str(e.value) == ("f: e.sweep.memory_cpu: CPU 0 is not in platform f (CPUs 2-5): CPU 0 outside this "
+                            "allocation (CPUs 2-5, memory nodes 1-2, cpuset)")
+
+
+def test_a_matrix_in_an_allocation_names_the_memory_this_process_may_not_use():
+    """CPUs of nodes 1-2 but memory of node 1 only: node 2 is refused as memory the job may not use."""
+    from numaplace import ConfigError
+    from numaplace.plan.memory_specs import expand as expand_cells
+    job = Topology("f", {n: [2 * n, 2 * n + 1] for n in range(4)}, {n: 100 for n in range(4)}).restrict(
+        [2, 3, 4, 5], [1], "cpuset")
+    with pytest.raises(ConfigError) as e:
+        expand_cells({"matrix": {"memory": [2]}}, job, "f", "e")
+    assert str(e.value) == "f: e.matrix.memory: node 2 of platform f has no memory this process may use"
+    with pytest.raises(ConfigError) as e:
+        expand_cells({"matrix": {"readers": [0]}}, job, "f", "e")
+    assert str(e.value) == ("f: e.matrix.readers: node 0 is not a node with CPUs in platform f (nodes 1-2): node 0 "
+                            "outside this allocation (CPUs 2-5, memory nodes 1, cpuset)")

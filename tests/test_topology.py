@@ -474,7 +474,7 @@ def test_a_platform_file_with_hops_siblings_memory_and_an_allocation(tmp_path):
     f.write_text('name: p\ndescription: two sockets\nlauncher: taskset\nnodes:\n'
                  '  - {id: 0, cpus: "0-1", memory_mb: 2048}\n  - {id: 1, cpus: "2-3", memory_mb: 4096}\n'
                  '  - {id: 2, cpus: "", memory_mb: 8192}\n'
-                 'hops: ["012", "101", "210"]\nsmt_siblings: ["0,2", "1", "3"]\n'
+                 'hops: ["012", "101 ", "210"]\nsmt_siblings: ["0,2", "1", "3"]\n'
                  'allowed: {cpus: "0-2", nodes: "0,2", source: "slurm"}\n')
     whole = tmp_path / "whole.yaml"
     whole.write_text("\n".join(l for l in f.read_text().splitlines() if not l.startswith("allowed")) + "\n")
@@ -486,3 +486,99 @@ def test_a_platform_file_with_hops_siblings_memory_and_an_allocation(tmp_path):
     assert t.distances == [[10, 20, 30], [20, 10, 20], [30, 20, 10]]
     assert t.siblings == {0: (0, 2), 2: (0, 2)}
     assert t.restriction_words() == "restricted to CPUs 0-2 and nodes 0,2 of 3 nodes (slurm)"
+
+
+def _proc_self(tmp_path, cgroup_line, eff_cpus=None, eff_mems=None, mems="0-1"):
+    """/proc/self/{status,cgroup} and the cgroup v2 tree as the kernel writes them."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    status, cgroup, root = tmp_path / "status", tmp_path / "cgroup", tmp_path / "cg"
+    status.write_text("Name:\tpython3\nCpus_allowed_list:\t2-3\n"
+                      + (f"Mems_allowed:\t00000000,00000003\nMems_allowed_list:\t{mems}\n" if mems else "")
+                      + "voluntary_ctxt_switches:\t5\n")
+    cgroup.write_text(cgroup_line + "\n")
+    path = cgroup_line.split(":", 2)[2].lstrip("/") if cgroup_line.startswith("0::") else ""
+    d = root / path
+    d.mkdir(parents=True, exist_ok=True)
+    if eff_cpus is not None:
+        (d / "cpuset.cpus.effective").write_text(eff_cpus + "\n")
+    if eff_mems is not None:
+        (d / "cpuset.mems.effective").write_text(eff_mems + "\n")
+    return str(status), str(cgroup), str(root)
+
+
+def test_what_this_process_may_use_and_whether_a_cpuset_limits_it(tmp_path, monkeypatch):
+    """A Slurm job's cgroup whose effective cpuset is exactly the process's mask: 'cpuset';
+    a mask narrower than its cgroup's cpuset (taskset inside a job): 'affinity mask'; the
+    root cgroup, or cgroup v1 only: 'affinity mask'; memory nodes from Mems_allowed_list."""
+    from numaplace.core.cpulist import parse_cpulist
+    from numaplace.machine.topology import process_allowed
+    online = parse_cpulist(Path("/sys/devices/system/cpu/online").read_text().strip())
+    fewer = online[:-1] or online
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(fewer))
+    text = ",".join(map(str, fewer))
+    job = _proc_self(tmp_path / "a", "0::/system.slice/slurmstepd.scope/job_42/step_0", text, "0-1")
+    assert process_allowed(*job) == (fewer, [0, 1], "cpuset" if fewer != online else "affinity mask")
+    only_cpus = _proc_self(tmp_path / "a2", "0::/system.slice/slurmstepd.scope/job_43/step_0", text, None)
+    assert process_allowed(*only_cpus) == (fewer, [0, 1], "cpuset" if fewer != online else "affinity mask")
+    wider = _proc_self(tmp_path / "b", "0::/system.slice/slurmstepd.scope/job_42", ",".join(map(str, online)) + ",4095")
+    assert process_allowed(*wider) == (fewer, [0, 1], "affinity mask")
+    v1 = _proc_self(tmp_path / "c", "12:cpuset:/slurm/uid_0/job_42", text, "0", mems="0")
+    assert process_allowed(*v1) == (fewer, [0], "affinity mask")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(online))
+    whole = ",".join(map(str, online))
+    root = _proc_self(tmp_path / "d", "0::/", whole, "0")
+    assert process_allowed(*root) == (online, [0, 1], "affinity mask")
+    container = _proc_self(tmp_path / "e", "0::/docker/abc123", whole, "0")
+    assert process_allowed(*container) == (online, [0, 1], "cpuset")      # its own cgroup, all CPUs, a mems file
+    no_mems = _proc_self(tmp_path / "f", "0::/docker/abc123", whole, None)
+    assert process_allowed(*no_mems) == (online, [0, 1], "affinity mask")
+    no_list = _proc_self(tmp_path / "g", "0::/docker/abc123", whole, "0", mems=None)
+    assert process_allowed(*no_list) == (online, None, "affinity mask")
+    assert process_allowed(str(tmp_path / "none"), str(tmp_path / "none"), str(tmp_path)) == (online, None, "affinity mask")
+
+
+def test_a_node_or_cpu_listed_twice_is_refused_naming_both(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text('name: p\nnodes:\n  - {id: 3, cpus: "0-1", memory_mb: 1}\n  - {id: 3, cpus: "2", memory_mb: 1}\n')
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == f"{f}: nodes[1] (node 3): node id 3 appears twice"
+    f.write_text('name: p\nnodes:\n  - {id: 0, cpus: "0-3", memory_mb: 1}\n  - {id: 5, cpus: "2,4", memory_mb: 1}\n')
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == f"{f}: nodes[1] (node 5).cpus: CPU 2 is already in node 0"
+
+
+def test_a_platform_files_siblings_and_allocation_errors_name_the_unknown_ids(tmp_path):
+    """Only the CPUs or nodes the platform lacks are named; an allocation without a
+    source is an 'allocation'."""
+    base = 'name: p\nnodes:\n  - {id: 0, cpus: "0-1", memory_mb: 1}\n  - {id: 1, cpus: "2-3", memory_mb: 1}\n'
+    f = tmp_path / "p.yaml"
+    f.write_text(base + 'smt_siblings: ["0,2", "1,8-9"]\n')
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == f"{f}: smt_siblings[1]: CPU 8-9 is in no node"
+    f.write_text(base + 'allowed: {cpus: "1-2", nodes: "0,5"}\n')
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == f"{f}: allowed.nodes: node 5 is not in the nodes list"
+    f.write_text(base + 'allowed: {cpus: "1,7"}\n')
+    with pytest.raises(ConfigError) as e:
+        load_platform(f)
+    assert str(e.value) == f"{f}: allowed.cpus: CPU 7 is in no node"
+    f.write_text(base + 'allowed: {cpus: "1-2"}\n')
+    t = load_platform(f)
+    assert t.allowed["source"] == "allocation" and t.allowed["nodes"] == [0, 1] and t.nodes == {0: [1], 1: [2]}
+
+
+def test_an_asymmetric_slit_keeps_its_direction_through_an_allocation():
+    """A SLIT may differ from a to b and from b to a: distance(a, b) is row a, column b,
+    and an allocation of nodes 0 and 2 keeps both directions; its node list holds only
+    nodes the machine has (Mems_allowed_list may name possible, absent ones)."""
+    t = Topology("asym", {0: [0], 1: [1], 2: [2]}, {0: 1, 1: 1, 2: 1},
+                 [[10, 20, 30], [25, 10, 35], [32, 36, 10]])
+    assert (t.distance(0, 2), t.distance(2, 0), t.distance(1, 2), t.distance(2, 1)) == (30, 32, 35, 36)
+    job = t.restrict([0, 2], [0, 2, 5], "cpuset")
+    assert job.distances == [[10, 30], [32, 10]] and job.allowed["nodes"] == [0, 2]
+    d = Topology("m", {1: [1], 0: [0]}, {1: 2048, 0: 1024}).to_dict()
+    assert list(d["nodes"]) == ["0", "1"] and list(d["memory_mb"]) == ["0", "1"]

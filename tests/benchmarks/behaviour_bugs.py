@@ -128,10 +128,11 @@ def shadow(root):
     return root / "workflow"
 
 
-def pytest(tests, path):
+def pytest(tests, path, timeout=None):
     env = {**os.environ, "PYTHONPATH": str(path), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
-                           "--tb=short", *tests], cwd=REPO, env=env, capture_output=True, text=True)
+                           "--tb=short", *tests], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def first_failure(out):

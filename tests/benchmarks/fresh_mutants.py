@@ -83,6 +83,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from behaviour_bugs import first_failure, pytest, shadow  # noqa: E402
 
 TARGET = 0.90
+HANG_S = 900        # the unit set takes 1-3 min in one process; a mistake that loops is a hang
+
+
+def unit_run(path):
+    """The unit set against the copy; a run past HANG_S is stopped and reported as a hang
+    (CI would stop it too, so the mistake does not land)."""
+    try:
+        return pytest(UNIT, path, timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess([], 1, f"ERROR hang: the unit set did not finish in {HANG_S} s\n", "")
 UNIT = ["-x", "-m", "unit", "tests"]
 
 # name: (stage, package file, text as it is, the mistake, what it is)
@@ -810,7 +820,7 @@ def main(names, round_=5):
             n = (path / "numaplace" / rel).read_text().count(old)
             assert n == 1, f"{name}: {rel} holds the text {n} times"
         t = time.monotonic()
-        clean = pytest(UNIT, path)
+        clean = unit_run(path)
         if clean.returncode:
             sys.exit(f"the unit set fails without a mistake:\n{clean.stdout[-3000:]}")
         print(f"unmutated copy: unit set passes ({time.monotonic() - t:.0f} s)", file=sys.stderr, flush=True)
@@ -822,7 +832,7 @@ def main(names, round_=5):
             f.write_text(text.replace(old, new))
             t = time.monotonic()
             try:
-                r = pytest(UNIT, path)
+                r = unit_run(path)
             finally:
                 f.write_text(text)
             hit = caught_by(r.stdout + r.stderr) if r.returncode else None
