@@ -93,3 +93,11 @@ def test_a_study_file_that_keeps_changing_while_read_is_refused(here, monkeypatc
     assert str(e.value) == (f"{here / 'study.yaml'}: study: changed while it was read; start the workflow again "
                             "once it is saved")
     assert next(reads) == 10                       # five tries, each reading the bytes before and after
+
+
+def test_a_study_path_that_is_a_folder_is_one_line_not_a_traceback(here):
+    """`numaplace run some-folder/` is refused by the loader's one line, like any other
+    non-regular study file, instead of an IsADirectoryError from the freezing step."""
+    (here / "studies").mkdir()
+    with pytest.raises(ConfigError, match="is a directory, not a regular study file"):
+        frozen.read_study(str(here / "studies"), str(CONFIG))

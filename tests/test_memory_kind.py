@@ -215,7 +215,7 @@ def test_the_summary_says_the_lowest_page_share_and_the_drift_count_and_the_larg
     memory = memory_table(records)
     lines = memory_markdown(memory, matrix_table(memory), md_table)
     assert lines[0] == "## Memory micro-benchmarks"
-    assert "Pages on the intended memory node: min 50.00% over 6 values; 2 values below 99 % (drift)." in lines[2]
+    assert "Pages on the intended memory node: min 50.00% over 6 values; 2 values drift (below the study's fidelity.memory_cell_share_min, 99 % unless set)." in lines[2]
     table = lines[4]
     assert "| membw | serial | 4194304 | first-touch | 0 | 0 | 410 | 2 | MB/s |" in table
     assert "1048576" not in table                       # the largest size of each (bench, mode, via) only

@@ -256,3 +256,33 @@ def test_a_prepared_bundled_tree_keeps_its_own_make_line(tmp_path):
     assert "CFLAGS = -O2\n" in made and "RAND = randi8\n" in made
     assert (tree / ".numaplace-tree").read_text() == "source=bundled\nvariant=serial-init\n"
     assert si.MARK not in "".join(p.read_text(errors="replace") for p in (tree / "CG").glob("*.f90"))
+
+
+def test_npb33_upper_case_openmp_directives_are_directives(tmp_path):
+    """Fixed-form sentinels ignore case: `!$OMP PARALLEL` is a directive, so the zeroing
+    block lands before it, never inside the parallel region (no longer a serial first touch)."""
+    for sentinel in ("!$OMP", "C$OMP", "*$Omp"):
+        f = tmp_path / "mg.f"
+        f.write_text(MG33.replace("!$omp parallel\n", f"{sentinel} PARALLEL\n"))
+        si.transform_33(f, "MG")
+        lines = f.read_text().splitlines()
+        assert lines[11:13] == ["c     end numaplace serial-init", f"{sentinel} PARALLEL"], sentinel
+
+
+def test_npb33_preprocessor_lines_are_neither_declarations_nor_statements(tmp_path):
+    """A `#ifdef/#else/#endif` among the declarations is skipped (a short `#else` is not the
+    first statement); a first statement inside a conditional gets the block before `#if`,
+    so every branch first-touches serially."""
+    f = tmp_path / "mg.f"
+    f.write_text(MG33.replace("      double precision u(nr), v(nv), r(nr)\n",
+                              "#ifdef BIG\n      integer big\n#else\n      integer small\n#endif\n"
+                              "      double precision u(nr), v(nv), r(nr)\n"))
+    assert si.transform_33(f, "MG") == ["u", "v", "r"]
+    lines = f.read_text().splitlines()
+    at = lines.index("c     numaplace serial-init: the master thread first-touches every page")
+    assert lines[at - 1] == "#endif" and lines[at + 5] == "!$omp parallel"
+    f.write_text(MG33.replace("!$omp parallel\n", "#ifdef TIMERS\n      call timer_clear(1)\n#endif\n!$omp parallel\n"))
+    si.transform_33(f, "MG")
+    lines = f.read_text().splitlines()
+    at = lines.index("c     numaplace serial-init: the master thread first-touches every page")
+    assert lines[at + 5:at + 7] == ["#ifdef TIMERS", "      call timer_clear(1)"]

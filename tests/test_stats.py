@@ -208,3 +208,25 @@ def test_ties_are_tested_exactly_up_to_and_including_the_split_limit(monkeypatch
     assert mann_whitney_p([1.0, 1.0, 2.0], [2.0, 3.0, 3.0]) == pytest.approx(0.2)
     monkeypatch.setattr(stats_module, "EXACT_MWU_MAX", 19)
     assert mann_whitney_p([1.0, 1.0, 2.0], [2.0, 3.0, 3.0]) == pytest.approx(0.1101, abs=1e-4)
+
+
+@pytest.mark.parametrize("best, worst", [(0.50, 0.52), (1.11, 1.13), (1.0, 1.02), (12.34, 12.36), (199.98, 200.0)])
+def test_two_printed_hundredths_apart_are_resolved_wherever_the_times_lie(best, worst):
+    """Two NPB times exactly two printed hundredths apart are told apart the same way at any
+    magnitude: 1.13 - 1.11 is 0.01999... in binary and must not read as below resolution."""
+    from numaplace.core.stats import compared_by, improvement
+    assert compared_by(best, worst, 100.0, 90.0) == ("time" if best >= 1.0 else "mops")
+    got = improvement({"time_median_s": best, "mops_median": float("nan")},
+                      {"time_median_s": worst, "mops_median": float("nan")})
+    assert got["compared_by"] == "time" and got["below_resolution"] is False
+    one_apart = improvement({"time_median_s": best, "mops_median": float("nan")},
+                            {"time_median_s": round(best + 0.01, 2), "mops_median": float("nan")})
+    assert one_apart["below_resolution"] is True
+
+
+@pytest.mark.parametrize("best, worst", [(100.02, 100.00), (1.13, 1.11), (2500.02, 2500.0)])
+def test_two_printed_mops_units_apart_are_resolved(best, worst):
+    """Mop/s two printed hundredths apart are a resolved difference, whatever their size."""
+    from numaplace.core.stats import improvement
+    got = improvement({"time_median_s": 0.5, "mops_median": best}, {"time_median_s": 0.5, "mops_median": worst})
+    assert got["compared_by"] == "mops" and got["below_resolution"] is False

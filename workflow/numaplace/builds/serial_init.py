@@ -106,10 +106,19 @@ def transform_33(path, kernel):
     if any(MARK in l for l in lines):
         raise ConfigError(str(path), "main program", "already transformed")
     in_main, declared, insert_at = False, "", None
+    cpp_depth, cpp_open = 0, None                        # the outermost open #if, if any
     for i, line in enumerate(lines):
-        if in_main and re.match(r"[!cC*]\$omp", line):
+        if in_main and re.match(r"[!cC*]\$omp", line, re.IGNORECASE):   # directives ignore case
             insert_at = i                                # an OpenMP directive: insert before it
             break
+        if line.startswith("#"):                         # a preprocessor line: no statement
+            word = line[1:].split()[0] if line[1:].split() else ""
+            if word.startswith("if"):
+                cpp_open = i if cpp_depth == 0 else cpp_open
+                cpp_depth += 1
+            elif word == "endif":
+                cpp_depth = max(cpp_depth - 1, 0)
+            continue
         if not line.strip() or line[:1] in "cC*!":
             continue                                     # comment or blank (fixed form)
         if len(line) > 5 and line[5] not in " 0":        # continuation line
@@ -120,11 +129,13 @@ def transform_33(path, kernel):
             in_main = True
         if not in_main:
             continue
-        if _DECL.match(stmt) or stmt.startswith("#"):
+        if _DECL.match(stmt):
             declared += " " + stmt
             continue
         insert_at = i
         break
+    if insert_at is not None and cpp_depth > 0:
+        insert_at = cpp_open                             # before the conditional, in every branch
     if insert_at is None:
         raise ConfigError(str(path), "main program", "no executable statement found")
     words = set(re.findall(r"\b(\w+)\s*\(", declared))

@@ -92,6 +92,12 @@ TIME_RESOLUTION_S = 0.01      # NPB prints "Time in seconds" with two decimals
 MOPS_RESOLUTION = 0.01         # ... and Mop/s with two
 
 
+def units_apart(a, b, unit):
+    """How many printed units two printed values are apart, rounded off float noise:
+    1.13 - 1.11 is 0.01999... in binary, and must count as two hundredths like 0.52 - 0.50."""
+    return round(abs(a - b) / unit, 6)
+
+
 TIME_RESOLVED_S = 1.0          # medians from here on are read to 1 % or better: compared by time
 
 
@@ -102,7 +108,7 @@ def compared_by(best_time, worst_time, best_mops, worst_mops):
     NPB's full-precision timer) where both have it, else the times. Times that tie at
     NPB's two decimals are told apart by Mop/s too."""
     if pd.notna(best_time) and pd.notna(worst_time) and min(best_time, worst_time) >= TIME_RESOLVED_S \
-            and abs(worst_time - best_time) >= 2 * TIME_RESOLUTION_S:
+            and units_apart(worst_time, best_time, TIME_RESOLUTION_S) >= 2:
         return "time"
     if pd.notna(best_mops) and pd.notna(worst_mops) and best_mops > 0 and worst_mops > 0:
         return "mops"
@@ -121,10 +127,10 @@ def improvement(best, worst):
     bm, wm = best["mops_median"], worst["mops_median"]
     if compared_by(best["time_median_s"], worst["time_median_s"], bm, wm) == "mops":
         return {"compared_by": "mops", "improvement_pct": 100 * (1 - wm / bm), "speedup": bm / wm,
-                "below_resolution": bool(abs(bm - wm) < 2 * MOPS_RESOLUTION)}
+                "below_resolution": bool(units_apart(bm, wm, MOPS_RESOLUTION) < 2)}
     b, w = best["time_median_s"], worst["time_median_s"]
     # a program says how finely it prints its time (summary's time_resolution_s); NPB 0.01 s
     given = [x for x in (best.get("time_resolution_s"), worst.get("time_resolution_s")) if pd.notna(x)]
     res = max(given) if given else TIME_RESOLUTION_S
     return {"compared_by": "time", "improvement_pct": 100 * (w - b) / w if w > 0 else np.nan,
-            "speedup": w / b if b > 0 else np.nan, "below_resolution": bool(w - b < 2 * res)}
+            "speedup": w / b if b > 0 else np.nan, "below_resolution": bool(w <= b or units_apart(w, b, res) < 2)}

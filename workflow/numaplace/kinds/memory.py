@@ -287,7 +287,8 @@ def memory_markdown(memory, matrix, md_table):
            "membw (MB/s, 10^6 B/s) and memlat (ns per load), median per reader node × memory node "
            "at the largest size measured; full rows in memory.csv, all sizes in memory_matrix.csv. "
            f"Pages on the intended memory node: min {memory['pages_on_memory_node'].min():.2%} over "
-           f"{len(memory)} values; {int((memory['status'] == 'drift').sum())} values below 99 % (drift).", ""]
+           f"{len(memory)} values; {int((memory['status'] == 'drift').sum())} values drift "
+           "(below the study's fidelity.memory_cell_share_min, 99 % unless set).", ""]
     if matrix is not None and len(matrix):
         top = matrix[matrix["size_bytes"] == matrix.groupby(["bench", "mode", "via"])["size_bytes"].transform("max")]
         out += [md_table(top, [("bench", "bench"), ("mode", "mode"), ("size (B)", "size_bytes"), ("via", "via"),

@@ -45,9 +45,10 @@ def _bytes(path):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):    # before open(): io refuses a directory's fd
+        os.close(fd)
+        return None
     with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         try:
             return f.read(MAX_FILE_BYTES + 1)
         except OSError:
