@@ -15,7 +15,7 @@ import yaml
 
 from numaplace import ConfigError
 from numaplace.core.loader import refusal
-from numaplace.kinds import KINDS, kind
+from numaplace.kinds import KINDS, kind, schema_words
 from numaplace.kinds.program import Program
 from numaplace.plan.launch_lines import launch_lines
 from numaplace.plan.study import Study, load_study_file
@@ -46,6 +46,17 @@ def study_with(tmp_path, program, **more):
 
 def plan(path):
     return load_study_file(path, path.parent)
+
+
+@pytest.fixture(autouse=True)
+def registry_as_found():
+    """Each test's programs leave with it: the registry and the schema's benchmark words
+    are as they were, whatever the test defined (a later file lists the words)."""
+    before = dict(KINDS)
+    yield
+    KINDS.clear()
+    KINDS.update(before)
+    schema_words()
 
 
 @pytest.fixture
@@ -420,3 +431,4 @@ def test_a_programs_definition_travels_to_the_later_stages(tmp_path):
         KINDS.pop("mine", None)
         KINDS.pop("mine2", None)
         KINDS.update(earlier)
+        schema_words()          # the schema's benchmark words follow the registry again
