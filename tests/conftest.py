@@ -144,6 +144,20 @@ def read_records(wf, study):
             for p in (wf / "results" / study / "runs").glob("*/record.json")}
 
 
+@pytest.fixture(autouse=True)
+def kinds_as_found():
+    """Programs a test defines (directly or by loading a study) leave with it: the kinds
+    registry and the schema's benchmark words are as the test found them, so no later test
+    in the same worker sees a 'stencil' or 'mine' among the kinds."""
+    from numaplace import kinds
+    before = dict(kinds.KINDS)
+    yield
+    if kinds.KINDS.keys() != before.keys() or any(kinds.KINDS[n] is not k for n, k in before.items()):
+        kinds.KINDS.clear()
+        kinds.KINDS.update(before)
+        kinds.schema_words()
+
+
 def single_run_spec(cpu=0, **run_settings):
     """A measured run's spec (what Study.run_params gives) for `taskset -c <cpu>` of one
     thread, class S CG, for tests that call the runner directly."""

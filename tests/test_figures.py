@@ -92,12 +92,21 @@ def test_the_gap_text_says_how_many_their_range_and_their_failures():
         "3 more placements; 2 with drift: every one is in tables/numa_pages.csv")
 
 
-def test_each_drawer_draws_every_parts_th_figure():
+def test_each_drawer_draws_every_parts_th_figure(monkeypatch):
+    """Drawer 1 of 3 draws figures 1, 4, 7...; as many drawers as DRAWERS and the CPUs allow,
+    one when this process already has threads (fork beside a thread is unsafe)."""
+    import os
     cfg = plots.Section("figures", {"formats": ["svg"]}).whole()
     w = plots._Writer("/nonexistent", cfg, part=1, parts=3)
     assert [w.mine() for _ in range(7)] == [False, True, False, False, True, False, False]
-    import os
-    assert plots._drawers() == (1 if plots._os_threads() > 1 else min(plots.DRAWERS, len(os.sched_getaffinity(0))))
+    monkeypatch.setattr(plots, "_os_threads", lambda: 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert plots._drawers() == plots.DRAWERS
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {5})
+    assert plots._drawers() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(plots, "_os_threads", lambda: 3)
+    assert plots._drawers() == 1
 
 
 # -- the figures' words ------------------------------------------------------------------

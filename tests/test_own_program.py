@@ -48,17 +48,6 @@ def plan(path):
     return load_study_file(path, path.parent)
 
 
-@pytest.fixture(autouse=True)
-def registry_as_found():
-    """Each test's programs leave with it: the registry and the schema's benchmark words
-    are as they were, whatever the test defined (a later file lists the words)."""
-    before = dict(KINDS)
-    yield
-    KINDS.clear()
-    KINDS.update(before)
-    schema_words()
-
-
 @pytest.fixture
 def ok_program(tmp_path):
     script(tmp_path, "prog", 'echo "result 12.5 GB/s"; echo "time 1.5 s"; echo PASSED\n')

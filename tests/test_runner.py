@@ -34,7 +34,7 @@ def test_execute_leaves_the_caller_as_it_was(npb_build, tmp_path):
     ("echo boom >&2; exit 3", "failed", "exit status 3: boom"),        # a crash
     ("echo no report here", "failed", "no NPB CG report in stdout"),     # exit 0, no NPB output
 ])
-def test_crash_and_missing_report_are_failed_records(tmp_path, script, status, reason):
+def test_crash_and_missing_report_are_failed_records(tmp_path, script, status, reason, own_lock):
     from numaplace.run.runner import execute
     exe = tmp_path / "fake.x"
     exe.write_text(f"#!/bin/sh\n{script}\n")
