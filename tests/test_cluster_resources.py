@@ -9,22 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from cluster.common import fake
 from numaplace.cluster import resources, why
 from numaplace.cluster.resources import ClusterSettings
-
-
-def fake(responses, tools=("qstat", "scontrol", "sinfo")):
-    """`run` answering from {argv prefix: (rc, stdout, stderr)}, recording each argv."""
-    asked = []
-
-    def run(argv):
-        asked.append(list(argv))
-        for prefix, (rc, out, err) in responses.items():
-            if argv[:len(prefix)] == list(prefix):
-                return subprocess.CompletedProcess(argv, rc, out, err)
-        return subprocess.CompletedProcess(argv, 1, "", "not expected here")
-    run.asked = asked
-    return run, (lambda name: f"/usr/bin/{name}" if name in tools else None)
 
 
 def study(cluster=None, cpus=4):

@@ -19,25 +19,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from cluster.common import slurm  # noqa: F401  (the shared local-Slurm fixture)
+from cluster.common import fake, slurm  # noqa: F401  (slurm: the shared local-Slurm fixture)
 from numaplace.cluster import resources, why
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "qstat"
-
-
-def fake(responses, tools=("qstat", "scontrol", "sinfo")):
-    """`run` answering from {argv prefix: (rc, stdout, stderr)} and recording each argv."""
-    asked = []
-
-    def run(argv):
-        asked.append(list(argv))
-        for prefix, (rc, out, err) in responses.items():
-            if argv[:len(prefix)] == list(prefix):
-                return subprocess.CompletedProcess(argv, rc, out, err)
-        return subprocess.CompletedProcess(argv, 1, "", "not expected here")
-    run.asked = asked
-    return run, (lambda name: f"/usr/bin/{name}" if name in tools else None)
 
 
 SCONTROL_TIMEOUT = ("JobId=5 JobName=x JobState=TIMEOUT Reason=TimeLimit Dependency=(null) ExitCode=0:15 "

@@ -12,6 +12,23 @@ import pytest
 from cluster import slurm_local
 from conftest import copy_workflow, need_rig, read_records as records  # noqa: F401
 
+
+def fake(responses, tools=("qstat", "scontrol", "sinfo")):
+    """The batch system's tools as numaplace.cluster asks them, answered from
+    {argv prefix: (rc, stdout, stderr)}: (`run`, which records each argv in run.asked;
+    `which`, finding only `tools`)."""
+    asked = []
+
+    def run(argv):
+        asked.append(list(argv))
+        for prefix, (rc, out, err) in responses.items():
+            if argv[:len(prefix)] == list(prefix):
+                return subprocess.CompletedProcess(argv, rc, out, err)
+        return subprocess.CompletedProcess(argv, 1, "", "not expected here")
+    run.asked = asked
+    return run, (lambda name: f"/usr/bin/{name}" if name in tools else None)
+
+
 def snakemake(wf, *args, timeout=600):
     """Run Snakemake in wf; returns (CompletedProcess, seconds). Fails the test with the
     log tail when Snakemake fails."""
