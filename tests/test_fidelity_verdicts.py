@@ -214,3 +214,17 @@ def test_cpus_outside_are_gathered_over_every_mask_a_thread_ran_under():
     t = judge(record(threads=th))["threads"]
     assert t["outside_cpus"] == {"101": [5, 6]} and t["mask_outside"] == {"101": "2-3,6"}
     assert t["reasons"][0] == "threads ran outside CPUs 2-3: tid 101 on 5-6"
+
+
+def test_pages_bound_to_fewer_or_more_nodes_than_asked_are_another_policy():
+    """membind 0-1 asks for bind:0-1 exactly: pages that numa_maps shows under bind:0 (a
+    subset of the nodes) or bind:0-2 (a superset) were placed by another policy, whatever
+    node they landed on."""
+    def membind_01(policies):
+        return judge(record(cpus="0-1", nodes="0", memory="membind", memory_nodes="0-1", data={0: 100 * MiB},
+                            policies=policies, threads=TWO))["memory"]
+    assert membind_01({"bind:0-1": 100 * MiB})["share_under_policy"] == 1.0
+    for other in ("bind:0", "bind:1", "bind:0-2"):
+        m = membind_01({other: 100 * MiB})
+        assert m["verdict"] == "drift" and m["share_under_policy"] == 0.0, other
+        assert m["reasons"] == [f"pages placed under policy {other} (100.0 MiB), the placement asks for membind 0-1"]
