@@ -112,9 +112,10 @@ def transform_33(path, kernel):
             insert_at = i                                # an OpenMP directive: insert before it
             break
         if line.startswith("#"):                         # a preprocessor line: no statement
-            word = line[1:].split()[0] if line[1:].split() else ""
+            word = (line[1:].split() or [""])[0]
             if word.startswith("if"):
-                cpp_open = i if cpp_depth == 0 else cpp_open
+                if cpp_depth == 0:
+                    cpp_open = i
                 cpp_depth += 1
             elif word == "endif":
                 cpp_depth = max(cpp_depth - 1, 0)
